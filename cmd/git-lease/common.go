@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/refs"
+	"github.com/urfave/cli/v2"
+)
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON on standard output"}
+
+// openRepo opens the repository around the current directory.
+func openRepo() (*refs.Repo, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return refs.Open(wd)
+}
+
+// oneID returns the single ID argument of a command.
+func oneID(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("%s needs one lease ID (see git lease ls)", c.Command.Name)
+	}
+	return c.Args().First(), nil
+}
+
+// leaseJSON is the JSON form of a lease: the stored record plus what is
+// derived locally. It is the CLI contract; the stored format may grow apart.
+type leaseJSON struct {
+	*gitlease.Lease
+	Worktree string `json:"worktree"`
+	Log      string `json:"log"`
+}
+
+func toJSON(x *gitlease.Execution) leaseJSON {
+	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String()}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// modeLabel never lets trusted_local read as a sandbox.
+func modeLabel(l *gitlease.Lease) string {
+	if l.Mode == gitlease.TrustedLocal || !l.Sandboxed {
+		return string(l.Mode) + " (NOT sandboxed: the agent ran as you)"
+	}
+	return fmt.Sprintf("%s (%s)", l.Mode, l.Provider)
+}
+
+func isFlagError(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "flag provided but not defined") || strings.HasPrefix(s, "invalid value") ||
+		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "Required flag")
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/urfave/cli/v2"
+)
+
+func logsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print the agent's output",
+		ArgsUsage: "ID",
+		Description: `Logs prints the agent's output: live while it runs, afterwards the bounded
+copy kept in the lease log (the head and the tail, the middle elided with a
+count).
+
+Example:
+   git lease logs 3f9c`,
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			x, err := gitlease.LoadPrefix(repo, id)
+			if err != nil {
+				return err
+			}
+			out, err := x.Output()
+			if err != nil {
+				return err
+			}
+			_, err = os.Stdout.Write(out)
+			return err
+		},
+	}
+}

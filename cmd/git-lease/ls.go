@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/urfave/cli/v2"
+)
+
+func lsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ls",
+		Usage: "list the leases of this repository",
+		Description: `Ls lists every lease with a log in refs/leases, newest first.
+
+Example:
+   git lease ls --mission TICKET-42 --json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "mission", Usage: "only leases serving this mission"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usagef("ls takes no arguments")
+			}
+			return runLs(c.String("mission"), c.Bool("json"))
+		},
+	}
+}
+
+func runLs(mission string, asJSON bool) error {
+	repo, err := openRepo()
+	if err != nil {
+		return err
+	}
+	all, err := gitlease.List(repo)
+	if err != nil {
+		return err
+	}
+	list := []leaseJSON{}
+	for _, x := range all {
+		if mission == "" || x.Lease.Mission == mission {
+			list = append(list, toJSON(x))
+		}
+	}
+	if asJSON {
+		return printJSON(os.Stdout, list)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTATE\tMODE\tBASE\tMISSION\tSUMMARY")
+	for _, l := range list {
+		summary := l.Reason
+		if l.Result != nil && l.State != gitlease.Failed {
+			summary = l.Result.Summary
+		}
+		mission := l.Mission
+		if mission == "" {
+			mission = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.State, l.Mode, l.Base[:12], mission, summary)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,61 @@
+// Command git-lease runs coding agents in disposable leases and hands their
+// work back as reviewable, verified results. Installed on PATH it is also
+// `git lease`. This package is only the command-line surface: each command
+// parses its flags into an options struct and calls a run function.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	app := newApp()
+	err := app.Run(permute(app, args))
+	return exitCode(err)
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:    "git lease",
+		Usage:   "run a coding agent in a disposable lease and review its work as a git branch",
+		Version: version,
+		Description: `Each lease has an immutable base commit, its own branch lease/ID, a review
+worktree outside your checkout, and a log at refs/leases/ID that you can push,
+fetch and verify with ordinary git. The host computes the agent's patch; your
+checkout and branches are never touched until you apply.
+
+Example:
+   git lease start --mode trusted_local -- sh -c 'echo hi > new.txt'
+   git lease show 3f9c
+   git lease diff 3f9c`,
+		HideHelpCommand: false,
+		Commands: []*cli.Command{
+			startCommand(),
+			lsCommand(),
+			showCommand(),
+			diffCommand(),
+			logsCommand(),
+			manCommand(),
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(os.Stderr, "git-lease: '%s' is not a git lease command. See 'git lease --help'.\n", name)
+			os.Exit(exitUsage)
+		},
+	}
+}
+
+// fail prints an error the way git does, on standard error.
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "git-lease: %v\n", err)
+}

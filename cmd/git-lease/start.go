@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/urfave/cli/v2"
+)
+
+func startCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "start",
+		Usage:     "run an agent command in a new lease and collect its result for review",
+		ArgsUsage: "[--] CMD [ARGS…]",
+		Description: `Start creates lease ID: a base commit (HEAD, or --base), a branch lease/ID
+at that base, a review worktree under .git/lease/worktrees/ID, and a log at
+refs/leases/ID. It runs CMD, waits for it, computes the result on the host
+and moves the lease to review. The ID is printed on standard output; the
+agent's output and progress go to standard error.
+
+--mode trusted_local runs CMD as you, with your environment, in the review
+worktree: it is NOT a sandbox and is labelled so everywhere.
+
+Example:
+   git lease start --mode trusted_local -- sh -c 'echo hi > new.txt; rm old.txt'`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "mode", Value: string(gitlease.Sandboxed), Usage: "sandboxed or trusted_local"},
+			&cli.StringFlag{Name: "base", Value: "HEAD", Usage: "the committed revision the lease starts from"},
+			&cli.StringFlag{Name: "mission", Usage: "the mission (task, ticket) this lease serves"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			opts := gitlease.StartOptions{
+				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
+				Mission: c.String("mission"), Command: c.Args().Slice(), Progress: os.Stderr,
+			}
+			if !c.Bool("quiet") {
+				opts.Output = os.Stderr
+			}
+			if opts.Mode != gitlease.Sandboxed && opts.Mode != gitlease.TrustedLocal {
+				return usagef("unknown --mode %q: use sandboxed or trusted_local", opts.Mode)
+			}
+			if len(opts.Command) == 0 {
+				return usagef("start needs an agent command after --, as in: git lease start -- make fix")
+			}
+			return runStart(opts, c.Bool("json"))
+		},
+	}
+}
+
+func runStart(opts gitlease.StartOptions, asJSON bool) error {
+	repo, err := openRepo()
+	if err != nil {
+		return err
+	}
+	x, err := gitlease.Start(contextWithSignals(), repo, opts)
+	if x == nil {
+		return err
+	}
+	if asJSON {
+		printJSON(os.Stdout, toJSON(x))
+	} else {
+		fmt.Println(x.Lease.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if x.Lease.State != gitlease.Review {
+		fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)
+		return errLeaseFailed
+	}
+	return nil
+}

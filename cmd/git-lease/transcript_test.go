@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmdtest"
+
+	"github.com/git-lease/git-lease/refs/refstest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.ct with the output the commands give now")
+
+// binDir holds the git-lease binary built for this test run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "git-lease-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "git-lease"), ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building git-lease:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// transcriptEnv is the environment of every transcript: the built binary
+// first on PATH (so `git lease` finds it), a private HOME and config, pinned
+// identities and dates, and seeded lease IDs, so that output is stable.
+func transcriptEnv(t *testing.T, root string) {
+	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	refstest.Setenv(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
+	t.Setenv("HOME", filepath.Join(root, "home"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "home", ".config"))
+	t.Setenv("GIT_LEASE_TEST_ID_SEED", "transcript")
+}
+
+func TestTranscripts(t *testing.T) {
+	ts, err := cmdtest.Read(filepath.Join("..", "..", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Commands["git-lease"] = cmdtest.Program(filepath.Join(binDir, "git-lease"))
+	ts.Commands["git"] = cmdtest.Program(lookPath(t, "git"))
+	ts.Commands["exists"] = existsCmd
+	ts.Setup = func(root string) error {
+		transcriptEnv(t, root)
+		return os.WriteFile(filepath.Join(root, "gitconfig"), []byte("[init]\n\tdefaultBranch = main\n"), 0o644)
+	}
+	ts.Run(t, *update)
+}
+
+func lookPath(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is needed by the transcripts: %v", name, err)
+	}
+	return p
+}
+
+// existsCmd prints, for each path argument, whether something is there
+// (without following a symlink at the end).
+func existsCmd(args []string, _ string) ([]byte, error) {
+	var out []byte
+	for _, p := range args {
+		_, err := os.Lstat(p)
+		out = fmt.Appendf(out, "%s: %v\n", p, err == nil)
+	}
+	return out, nil
+}

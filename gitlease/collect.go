@@ -1,0 +1,150 @@
+package gitlease
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// collected is what the host computed from a delta.
+type collected struct {
+	Tree     plumbing.Hash
+	Manifest *verify.Manifest
+	Patch    []byte
+}
+
+// collect builds the result tree from the base tree and the delta, on the
+// host, with lstat only: it never follows a link and never runs git inside
+// the delta. Empty directories are ignored, as git ignores them.
+func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox.Delta) (*collected, error) {
+	baseCommit, err := repo.Commit(base)
+	if err != nil {
+		return nil, err
+	}
+	var edits []refs.TreeEdit
+	if d.Layout == sandbox.Full {
+		edits = append(edits, refs.TreeEdit{Path: "", Delete: true})
+	}
+	err = sandbox.Walk(d, func(e sandbox.Entry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch e.Kind {
+		case sandbox.Whiteout:
+			edits = append(edits, refs.TreeEdit{Path: e.Path, Delete: true})
+		case sandbox.Dir:
+			if e.Opaque {
+				edits = append(edits, refs.TreeEdit{Path: e.Path, Delete: true})
+			}
+		case sandbox.Symlink:
+			h, err := repo.WriteBlob([]byte(e.Target))
+			if err != nil {
+				return err
+			}
+			edits = append(edits, refs.TreeEdit{Path: e.Path, Mode: filemode.Symlink, Hash: h})
+		case sandbox.File:
+			h, err := storeFile(repo, d, e)
+			if err != nil {
+				return err
+			}
+			mode := filemode.Regular
+			if e.Mode&0o100 != 0 {
+				mode = filemode.Executable
+			}
+			edits = append(edits, refs.TreeEdit{Path: e.Path, Mode: mode, Hash: h})
+		default:
+			return fmt.Errorf("%s: a %s cannot be part of a result", e.Path, e.Kind)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("collect: %w", err)
+	}
+	tree, err := repo.WriteTreeOrEmpty(baseCommit.TreeHash, edits)
+	if err != nil {
+		return nil, err
+	}
+	return describe(ctx, repo, base, baseCommit.TreeHash, tree)
+}
+
+// storeFile hashes a file of the delta and writes it as a blob unless the
+// object database already has it (most files of a full work tree).
+func storeFile(repo *refs.Repo, d sandbox.Delta, e sandbox.Entry) (plumbing.Hash, error) {
+	f, err := sandbox.OpenEntry(d, e)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer f.Close()
+	h, err := refs.HashBlob(f, e.Size)
+	if err != nil || repo.HasObject(h) {
+		return h, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return repo.WriteBlobFrom(f, e.Size, h)
+}
+
+// describe computes the manifest and the canonical patch from base to result.
+func describe(ctx context.Context, repo *refs.Repo, base, baseTree, tree plumbing.Hash) (*collected, error) {
+	changes, err := repo.DiffTrees(baseTree, tree)
+	if err != nil {
+		return nil, err
+	}
+	m := &verify.Manifest{Version: verify.ManifestVersion, Base: base.String(), BaseTree: baseTree.String(), ResultTree: tree.String()}
+	m.Files = make([]verify.FileChange, 0, len(changes))
+	for _, c := range changes {
+		m.Files = append(m.Files, verify.FileChange{
+			Path: c.Path, Status: c.Status,
+			OldMode: modeString(c.OldMode), NewMode: modeString(c.NewMode),
+			OldBlob: c.OldBlob.String(), NewBlob: c.NewBlob.String(),
+		})
+	}
+	patch, err := canonicalPatch(ctx, repo, baseTree, tree)
+	if err != nil {
+		return nil, err
+	}
+	return &collected{Tree: tree, Manifest: m, Patch: patch}, nil
+}
+
+func modeString(m filemode.FileMode) string {
+	return fmt.Sprintf("%06o", uint32(m))
+}
+
+// canonicalPatch is the patch whose digest is recorded: git's own binary,
+// full-index diff of two trees, with every option that user configuration
+// could change pinned on the command line.
+func canonicalPatch(ctx context.Context, repo *refs.Repo, a, b plumbing.Hash) ([]byte, error) {
+	return repo.Git(ctx, nil, "diff-tree", "-p", "--binary", "--full-index", "--no-renames",
+		"--no-ext-diff", "--no-textconv", "--no-color", "--diff-algorithm=myers", "--indent-heuristic",
+		"--src-prefix=a/", "--dst-prefix=b/", "--no-abbrev", a.String(), b.String())
+}
+
+// summarize says what a manifest changes, for people.
+func summarize(files []verify.FileChange) string {
+	var a, m, d int
+	for _, f := range files {
+		switch f.Status {
+		case "A":
+			a++
+		case "M":
+			m++
+		case "D":
+			d++
+		}
+	}
+	if len(files) == 0 {
+		return "no changes"
+	}
+	noun := "files"
+	if len(files) == 1 {
+		noun = "file"
+	}
+	return fmt.Sprintf("%d %s changed: %d added, %d modified, %d deleted", len(files), noun, a, m, d)
+}

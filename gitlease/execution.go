@@ -1,0 +1,141 @@
+package gitlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+)
+
+// Execution is a lease as read from its log: the record and the log commit
+// it came from. Moves are compare-and-swap on that commit.
+type Execution struct {
+	Repo  *refs.Repo
+	Lease *Lease
+	Tip   plumbing.Hash
+}
+
+// Load reads the newest record of id.
+func Load(repo *refs.Repo, id refs.ID) (*Execution, error) {
+	tip, err := repo.LogTip(id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := repo.ReadFile(tip, recordFile, maxRecord)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", id, err)
+	}
+	l, err := parseLease(b)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", id, err)
+	}
+	if l.ID != id {
+		return nil, fmt.Errorf("lease %s: its record names lease %s", id, l.ID)
+	}
+	return &Execution{Repo: repo, Lease: l, Tip: tip}, nil
+}
+
+// LoadPrefix resolves a user-typed ID or prefix and loads it.
+func LoadPrefix(repo *refs.Repo, prefix string) (*Execution, error) {
+	id, err := repo.ResolveID(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return Load(repo, id)
+}
+
+// Move records a transition to state to, with extra files for the log tree
+// and extra ref updates in the same transaction. mutate, when not nil,
+// changes the record before it is written. On error nothing is recorded and
+// the in-memory record is unchanged.
+func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
+	from := x.Lease.State
+	if x.Tip.IsZero() {
+		from = New
+	}
+	if err := checkMove(from, to); err != nil {
+		return fmt.Errorf("lease %s: %w", x.Lease.ID, err)
+	}
+	next := *x.Lease
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.State = to
+	next.UpdatedAt = x.Repo.Now()
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files[recordFile] = next.marshal()
+	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, logMessage(next.ID, from, to, next.Reason), extra...)
+	if err != nil {
+		return err
+	}
+	x.Lease, x.Tip = &next, tip
+	return nil
+}
+
+// logMessage is the one-line subject "lease <id>: <from> -> <to>" with
+// trailers, so that git log refs/leases/<id> reads as the lease's history.
+func logMessage(id refs.ID, from, to State, reason string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lease %s: %s -> %s\n\nLease-ID: %s\nLease-State: %s\n", id, from, to, id, to)
+	if reason != "" && (to == Failed || to == Quarantined || to == Canceled || to == Rejected) {
+		fmt.Fprintf(&b, "Lease-Reason: %s\n", oneLine(reason))
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// Worktree is the review worktree's path. It is derived from the ID and
+// never stored in the log.
+func (x *Execution) Worktree() string {
+	return x.Repo.LeaseDir("worktrees", string(x.Lease.ID))
+}
+
+// RunDir is the lease's local runtime directory (output, sandbox state).
+func (x *Execution) RunDir() string {
+	return x.Repo.LeaseDir("runs", string(x.Lease.ID))
+}
+
+// maxPatch bounds how much of a stored patch git-lease reads back.
+const maxPatch = 1 << 30
+
+// Patch returns the lease's canonical patch from its log.
+func (x *Execution) Patch() ([]byte, error) {
+	if x.Lease.Result == nil {
+		return nil, fmt.Errorf("lease %s has no result yet (it is %s)", x.Lease.ID, x.Lease.State)
+	}
+	return x.Repo.ReadFile(x.Tip, patchFile, maxPatch)
+}
+
+// Output returns the agent's output: the live local file while the agent
+// runs, else the bounded copy kept in the log.
+func (x *Execution) Output() ([]byte, error) {
+	if x.Lease.State == Running {
+		if b, _, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log")); err == nil && b != nil {
+			return b, nil
+		}
+	}
+	b, err := x.Repo.ReadFile(x.Tip, outputFile, maxStoredLog*2)
+	if errors.Is(err, refs.ErrNoFile) {
+		return nil, nil
+	}
+	return b, err
+}

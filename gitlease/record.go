@@ -1,0 +1,101 @@
+package gitlease
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// RecordVersion is the version of lease.json written today.
+const RecordVersion = 1
+
+// Mode is how a lease is isolated.
+type Mode string
+
+// The modes. TrustedLocal is never a sandbox and is always shown as such.
+const (
+	Sandboxed    Mode = "sandboxed"
+	TrustedLocal Mode = "trusted_local"
+)
+
+// Lease is the whole current record of one lease, stored as lease.json in
+// the newest commit of its log. It holds public identifiers only: no local
+// paths and no secrets.
+type Lease struct {
+	Version   int       `json:"version"`
+	ID        refs.ID   `json:"id"`
+	Mode      Mode      `json:"mode"`
+	Sandboxed bool      `json:"sandboxed"`
+	Provider  string    `json:"provider"`
+	State     State     `json:"state"`
+	Base      string    `json:"base"`
+	BaseRef   string    `json:"base_ref,omitempty"`
+	Branch    string    `json:"branch"`
+	Mission   string    `json:"mission,omitempty"`
+	Command   []string  `json:"command"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Reason says why the lease failed, was quarantined or canceled.
+	Reason string `json:"reason,omitempty"`
+	// Agent is how the agent's run ended.
+	Agent *AgentRun `json:"agent,omitempty"`
+	// Result is the collected result, once there is one.
+	Result *Result `json:"result,omitempty"`
+}
+
+// AgentRun records the agent's run.
+type AgentRun struct {
+	sandbox.Exit
+	StartedAt   time.Time `json:"started_at"`
+	EndedAt     time.Time `json:"ended_at"`
+	OutputBytes int64     `json:"output_bytes"`
+}
+
+// Result is the host-computed result of a lease.
+type Result struct {
+	// Status is "ok" for a result under review, "failed" for the changes of
+	// an agent that failed, "quarantined" for a result that did not verify.
+	Status      string              `json:"status"`
+	Summary     string              `json:"summary"`
+	Base        string              `json:"base"`
+	Commit      string              `json:"commit"`
+	Tree        string              `json:"tree"`
+	Manifest    []verify.FileChange `json:"manifest"`
+	PatchDigest string              `json:"patch_digest"`
+}
+
+// Files in the log tree.
+const (
+	recordFile   = "lease.json"
+	manifestFile = "result/manifest.json"
+	patchFile    = "result/patch.diff"
+	outputFile   = "output/agent.log"
+)
+
+func (l *Lease) marshal() []byte {
+	b, _ := json.MarshalIndent(l, "", "  ")
+	return append(b, '\n')
+}
+
+// maxRecord bounds lease.json so a hostile log cannot exhaust memory.
+const maxRecord = 64 << 20
+
+func parseLease(b []byte) (*Lease, error) {
+	var l Lease
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("lease.json: %w", err)
+	}
+	if l.Version != RecordVersion {
+		return nil, fmt.Errorf("lease.json: version %d (this git-lease reads %d; upgrade it)", l.Version, RecordVersion)
+	}
+	if _, err := refs.ParseID(string(l.ID)); err != nil {
+		return nil, fmt.Errorf("lease.json: %w", err)
+	}
+	return &l, nil
+}

@@ -1,0 +1,61 @@
+// Package gitlease runs execution leases: it provisions, runs, collects,
+// verifies and records them, using refs for the git store, sandbox for the
+// workspaces and verify for the rules.
+package gitlease
+
+import "fmt"
+
+// State is where a lease is in its lifecycle.
+type State string
+
+// The lifecycle states, as in DESIGN.md.
+const (
+	New          State = "new" // before the first log entry; never stored
+	Provisioning State = "provisioning"
+	Running      State = "running"
+	Collecting   State = "collecting"
+	Verifying    State = "verifying"
+	Review       State = "review"
+	Applied      State = "applied"
+	Rejected     State = "rejected"
+	Quarantined  State = "quarantined"
+	Failed       State = "failed"
+	Canceled     State = "canceled"
+)
+
+// transitions is the one table of legal state changes.
+var transitions = map[State][]State{
+	New:          {Provisioning},
+	Provisioning: {Running, Failed},
+	Running:      {Collecting, Failed, Canceled},
+	Collecting:   {Verifying, Failed},
+	Verifying:    {Review, Quarantined, Failed},
+	Review:       {Applied, Rejected},
+}
+
+// CanMove reports whether from -> to is a legal transition.
+func CanMove(from, to State) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// checkMove returns an error naming both states for an illegal transition.
+func checkMove(from, to State) error {
+	if !CanMove(from, to) {
+		return fmt.Errorf("illegal lease transition %s -> %s", from, to)
+	}
+	return nil
+}
+
+// Settled reports whether the lifecycle has ended (no process works on it).
+func (s State) Settled() bool {
+	switch s {
+	case Review, Applied, Rejected, Quarantined, Failed, Canceled:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,72 @@
+package refs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+var identLine = regexp.MustCompile(`^(.*) <(.*)> (\d+) ([+-]\d{4})$`)
+
+// ident is the committer identity git would use, read once per process.
+type ident struct {
+	name, email string
+	pinned      *time.Time // from GIT_COMMITTER_DATE, which pins every timestamp
+}
+
+// Identity returns the committer identity and time that git itself would
+// use now (user.name, user.email, GIT_COMMITTER_*; GIT_COMMITTER_DATE pins the
+// time), so lease logs are authored like any other commit. When git has no
+// identity configured, git-lease signs as "git-lease <git-lease@localhost>".
+func (r *Repo) Identity() (object.Signature, error) {
+	if r.ident == nil {
+		id, err := r.readIdent()
+		if err != nil {
+			return object.Signature{}, err
+		}
+		r.ident = id
+	}
+	when := time.Now()
+	if r.ident.pinned != nil {
+		when = *r.ident.pinned
+	}
+	return object.Signature{Name: r.ident.name, Email: r.ident.email, When: when}, nil
+}
+
+func (r *Repo) readIdent() (*ident, error) {
+	out, err := r.Git(context.Background(), nil, "var", "GIT_COMMITTER_IDENT")
+	if err != nil {
+		if date := os.Getenv("GIT_COMMITTER_DATE"); date != "" {
+			return nil, fmt.Errorf("cannot use GIT_COMMITTER_DATE=%q: %v", date, err)
+		}
+		return &ident{name: "git-lease", email: "git-lease@localhost"}, nil
+	}
+	m := identLine.FindStringSubmatch(strings.TrimSpace(string(out)))
+	if m == nil {
+		return nil, fmt.Errorf("git var GIT_COMMITTER_IDENT: unexpected %q", out)
+	}
+	id := &ident{name: m[1], email: m[2]}
+	if os.Getenv("GIT_COMMITTER_DATE") != "" {
+		secs, _ := strconv.ParseInt(m[3], 10, 64)
+		zone, _ := time.Parse("-0700", m[4])
+		t := time.Unix(secs, 0).In(zone.Location())
+		id.pinned = &t
+	}
+	return id, nil
+}
+
+// Now is the time git-lease records for events: now, or GIT_COMMITTER_DATE
+// when that pins the time of commits.
+func (r *Repo) Now() time.Time {
+	sig, err := r.Identity()
+	if err != nil {
+		return time.Now().UTC()
+	}
+	return sig.When.UTC()
+}

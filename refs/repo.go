@@ -1,0 +1,184 @@
+// Package refs is git-lease's git store: repository discovery, objects, trees,
+// compare-and-swap ref transactions and the lease log engine. It reads with
+// go-git and writes refs only through `git update-ref --stdin`. It knows
+// nothing of sandboxes.
+package refs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+var (
+	// ErrNotRepo is returned when the directory is not inside a git repository.
+	ErrNotRepo = errors.New("not a git repository (or any parent): run git lease inside a git checkout")
+	// ErrBare is returned for bare repositories, which have no checkout to lease from.
+	ErrBare = errors.New("this is a bare repository: git lease needs a repository with a work tree (clone it, or use git worktree add)")
+)
+
+// Repo is one git repository as git-lease sees it.
+type Repo struct {
+	// GitDir is the git directory of the checkout the user is in.
+	GitDir string
+	// CommonDir is the directory shared by all worktrees: objects and refs.
+	CommonDir string
+	// WorkTree is the top of the user's checkout.
+	WorkTree string
+
+	ident *ident
+	store *filesystem.Storage
+	git   *git.Repository
+}
+
+// Open finds the repository that contains dir, as git does, and opens it.
+// It refuses bare repositories and repositories go-git cannot read.
+func Open(dir string) (*Repo, error) {
+	cmd := exec.Command("git", "rev-parse", "--path-format=absolute",
+		"--git-dir", "--git-common-dir", "--is-bare-repository")
+	cmd.Dir = dir
+	cmd.Env = gitEnv(os.Environ())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if strings.Contains(stderr.String(), "not a git repository") {
+			return nil, ErrNotRepo
+		}
+		return nil, fmt.Errorf("git rev-parse: %s", firstLine(stderr.String(), err))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 {
+		return nil, fmt.Errorf("git rev-parse: unexpected output %q", out)
+	}
+	if lines[2] == "true" {
+		return nil, ErrBare
+	}
+	r := &Repo{GitDir: lines[0], CommonDir: lines[1]}
+	top := exec.Command("git", "rev-parse", "--show-toplevel")
+	top.Dir = dir
+	top.Env = cmd.Env
+	out, err = top.Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return nil, fmt.Errorf("%s: run git lease inside the checkout, not inside its .git directory", dir)
+	}
+	r.WorkTree = string(bytes.TrimSpace(out))
+	if err := r.openStore(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenCommonDir opens a repository by its common directory, for processes
+// that already know it (the supervisor, hooks). It does not need a work tree.
+func OpenCommonDir(commonDir string) (*Repo, error) {
+	r := &Repo{GitDir: commonDir, CommonDir: commonDir}
+	return r, r.openStore()
+}
+
+func (r *Repo) openStore() error {
+	r.store = filesystem.NewStorageWithOptions(osfs.New(r.CommonDir),
+		cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: osfs.New("/")})
+	repo, err := git.Open(r.store, nil)
+	if err != nil {
+		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||
+			errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion) {
+			return fmt.Errorf("cannot read this repository (%v): remove the extension or use a clone without it", err)
+		}
+		return fmt.Errorf("open repository %s: %w", r.CommonDir, err)
+	}
+	r.git = repo
+	return nil
+}
+
+// LeaseDir is git-lease's local runtime directory, never pushed.
+func (r *Repo) LeaseDir(parts ...string) string {
+	return filepath.Join(append([]string{r.CommonDir, "lease"}, parts...)...)
+}
+
+// hostileConfig neutralises configuration that would run programs while
+// git-lease drives git: hooks, fsmonitor, external diff and textconv drivers.
+var hostileConfig = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "diff.external=",
+	"-c", "core.quotePath=true",
+}
+
+// Git runs git on the repository's common directory (never inside a work tree
+// an agent could write) and returns its standard output. stdin may be nil.
+func (r *Repo) Git(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	return r.GitEnv(ctx, nil, stdin, args...)
+}
+
+// GitEnv is Git with extra environment variables (GIT_INDEX_FILE, GIT_WORK_TREE).
+func (r *Repo) GitEnv(ctx context.Context, env []string, stdin []byte, args ...string) ([]byte, error) {
+	return r.GitAt(ctx, r.CommonDir, env, stdin, args...)
+}
+
+// gitIn runs git with gitDir as GIT_DIR and as its working directory.
+func (r *Repo) GitAt(ctx context.Context, gitDir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, hostileConfig...), args...)...)
+	cmd.Dir = gitDir
+	cmd.Env = append(gitEnv(os.Environ()), "GIT_DIR="+gitDir)
+	cmd.Env = append(cmd.Env, env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, &GitError{Args: args, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+	}
+	return out, nil
+}
+
+// GitError is a failed git command with what it printed.
+type GitError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *GitError) Error() string {
+	return fmt.Sprintf("git %s: %s", e.Args[0], firstLine(e.Stderr, e.Err))
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+func firstLine(s string, err error) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return err.Error()
+	}
+	return strings.TrimPrefix(strings.SplitN(s, "\n", 2)[0], "fatal: ")
+}
+
+// gitEnv drops variables that would point git at another repository, index
+// or work tree than the one git-lease chose, and pins the C locale so that
+// messages can be parsed.
+func gitEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES",
+			"GIT_DISCOVERY_ACROSS_FILESYSTEM", "LC_ALL", "LANGUAGE":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "LC_ALL=C")
+}

@@ -1,0 +1,79 @@
+// Package sandbox runs an agent command in a disposable workspace and tells
+// the host where the agent's changes are. Providers know nothing of refs: the
+// host collects, verifies and records the delta itself.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Spec is everything a provider needs to set up one lease's workspace. All
+// paths are host paths chosen and validated by the caller.
+type Spec struct {
+	// ID is the execution ID (12 lowercase hex).
+	ID string
+	// Dir is the provider's private runtime directory for this lease.
+	Dir string
+	// Worktree is the lease's review worktree. Only the worktree provider
+	// lets the agent write there.
+	Worktree string
+	// BaseTree is the hash of the base tree; providers that share a base
+	// between leases key their copy by it.
+	BaseTree string
+	// ExportBase writes the base tree's files into an empty directory.
+	ExportBase func(dir string) error
+	// BasesDir holds exported bases shared by leases (one directory per tree).
+	BasesDir string
+	// Limits bounds the agent.
+	Limits Limits
+	// ReadOnly lists extra host paths the agent may read (never write).
+	ReadOnly []string
+}
+
+// Limits are the resource bounds of one agent run. Zero means the provider's
+// own default.
+type Limits struct {
+	Wall        time.Duration
+	MemoryBytes int64
+	CPU         time.Duration
+	Processes   int
+	DiskBytes   int64
+	OutputBytes int64
+}
+
+// Command is the agent command to run.
+type Command struct {
+	Argv   []string
+	Env    []string // for sandboxed providers: the whole environment of the agent
+	Stdin  io.Reader
+	Output io.Writer // standard output and error, merged
+}
+
+// Exit says how an agent run ended.
+type Exit struct {
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+	Bound  string `json:"bound,omitempty"` // the bound that stopped the agent (wall, memory, cpu, processes, disk, output)
+	Detail string `json:"detail,omitempty"`
+}
+
+// Provider makes and runs sandboxes. Every method is keyed by the spec's ID
+// and is safe to call again after a crash: Create and Discard are
+// idempotent.
+type Provider interface {
+	// Name is the provider's name as recorded in the lease (worktree, bwrap…).
+	Name() string
+	// Sandboxed reports whether the provider is a security boundary.
+	Sandboxed() bool
+	// Create prepares the workspace for spec.
+	Create(ctx context.Context, spec Spec) error
+	// Run runs the agent in the workspace and waits for it. ctx's
+	// cancellation kills the agent.
+	Run(ctx context.Context, spec Spec, cmd Command) (Exit, error)
+	// Delta tells the collector where the agent's changes are.
+	Delta(spec Spec) Delta
+	// Discard removes the workspace. Removing what is already gone succeeds.
+	Discard(ctx context.Context, spec Spec) error
+}

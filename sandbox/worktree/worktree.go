@@ -1,0 +1,43 @@
+// Package worktree is the trusted_local provider: the agent runs as the
+// user, with the user's environment, directly in the lease's review worktree.
+// It is not a security boundary and says so.
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// Provider runs agents in the review worktree.
+type Provider struct{}
+
+// Name is "worktree".
+func (Provider) Name() string { return "worktree" }
+
+// Sandboxed is false: nothing separates the agent from the user's account.
+func (Provider) Sandboxed() bool { return false }
+
+// Create does nothing: the review worktree is the workspace.
+func (Provider) Create(context.Context, sandbox.Spec) error { return nil }
+
+// Run runs the command in the review worktree with the user's environment
+// plus cmd.Env, and enforces the wall-time and output bounds.
+func (Provider) Run(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Exit, error) {
+	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+	c.Dir = spec.Worktree
+	c.Env = append(os.Environ(), cmd.Env...)
+	c.Stdin = cmd.Stdin
+	return sandbox.RunProcess(ctx, c, spec.Limits, cmd.Output)
+}
+
+// Delta is the whole review worktree.
+func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
+	return sandbox.Delta{Root: spec.Worktree, Layout: sandbox.Full}
+}
+
+// Discard does nothing: the review worktree belongs to the lease, and
+// cleanup decides whether it may go.
+func (Provider) Discard(context.Context, sandbox.Spec) error { return nil }
