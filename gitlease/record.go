@@ -40,6 +40,11 @@ type Lease struct {
 	Command   []string  `json:"command"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Policy is the effective policy: names of credentials, never values.
+	Policy       *Effective `json:"policy"`
+	PolicyDigest string     `json:"policy_digest"`
+	// Enforcement says how the sandbox enforced the resource bounds.
+	Enforcement string `json:"enforcement,omitempty"`
 	// Reason says why the lease failed, was quarantined or canceled.
 	Reason string `json:"reason,omitempty"`
 	// Agent is how the agent's run ended.

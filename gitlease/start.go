@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/sandbox/worktree"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -28,21 +31,15 @@ type StartOptions struct {
 	Progress io.Writer
 }
 
-// ErrSandboxUnavailable is returned when sandboxed mode cannot be provided.
-var ErrSandboxUnavailable = errors.New("sandboxed mode is not available")
-
 // Start provisions a lease, runs the agent and collects its result, in the
 // order of DESIGN.md: persist provisioning with the resolved base and the
-// review branch, add the review worktree, bind the sandbox, run, collect.
-// An error before the first log entry leaves nothing behind; after it, the
+// review branch, add the review worktree, set up the sandbox with the agent
+// held at its gate, record the sandbox, release the agent, collect. An
+// error before the first log entry leaves nothing behind; after it, the
 // lease records what went wrong and the execution is returned with it.
 func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution, error) {
 	if len(opts.Command) == 0 {
 		return nil, errors.New("no agent command: give it after --, as in git lease start -- make fix")
-	}
-	provider, err := providerFor(opts.Mode)
-	if err != nil {
-		return nil, err
 	}
 	rev := opts.Base
 	if rev == "" {
@@ -50,6 +47,17 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	base, err := repo.ResolveCommit(rev)
 	if err != nil {
+		return nil, err
+	}
+	policy, err := LoadPolicy(repo, base)
+	if err != nil {
+		return nil, err
+	}
+	provider, err := providerFor(opts.Mode, policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
 		return nil, err
 	}
 	id, err := refs.NewID(func(id refs.ID) bool {
@@ -65,7 +73,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
-		Command: opts.Command, CreatedAt: now,
+		Command: opts.Command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(),
 	}}
 	progress := opts.Progress
 	if progress == nil {
@@ -77,46 +85,93 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
 	fault("start:provisioning")
-	if err := x.run(ctx, provider, opts.Output, progress); err != nil {
-		return x, err
-	}
-	return x, nil
+	return x, x.run(ctx, provider, opts.Output, progress)
 }
 
-func providerFor(mode Mode) (sandbox.Provider, error) {
+// providerFor picks the provider of a mode. Sandboxed mode never falls back
+// to an unsandboxed provider.
+func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 	switch mode {
 	case TrustedLocal:
 		return worktree.Provider{}, nil
-	case Sandboxed, "":
-		return nil, fmt.Errorf("%w yet: use --mode trusted_local (not sandboxed: the agent runs as you)", ErrSandboxUnavailable)
+	case Sandboxed:
+		switch policy.Provider {
+		case "bwrap":
+			self, err := os.Executable()
+			if err != nil {
+				return nil, err
+			}
+			return bwrap.Provider{Self: self}, nil
+		}
+		return nil, fmt.Errorf("provider = %q (%s) is not a sandbox provider git-lease knows (bwrap)", policy.Provider, policy.Sources["provider"])
 	}
 	return nil, fmt.Errorf("unknown mode %q: use sandboxed or trusted_local", mode)
 }
 
+// checkReadOnly refuses read-only paths that would hand the agent the
+// checkout, the repository, the user's home or any .git directory.
+func checkReadOnly(repo *refs.Repo, paths []string) error {
+	home, _ := os.UserHomeDir()
+	for _, p := range paths {
+		for _, forbidden := range []string{repo.WorkTree, repo.CommonDir, home} {
+			if forbidden == "" {
+				continue
+			}
+			if p == forbidden || strings.HasPrefix(forbidden, p+"/") || strings.HasPrefix(p, forbidden+"/") || p == "/" {
+				return fmt.Errorf("read_only = %q would expose %s to the agent: name a narrower directory", p, forbidden)
+			}
+		}
+		if slicesContains(strings.Split(p, "/"), ".git") {
+			return fmt.Errorf("read_only = %q exposes a .git directory: name a directory outside any repository", p)
+		}
+	}
+	return nil
+}
+
+func slicesContains(parts []string, s string) bool {
+	for _, p := range parts {
+		if p == s {
+			return true
+		}
+	}
+	return false
+}
+
 // spec is the sandbox spec of this lease.
 func (x *Execution) spec() sandbox.Spec {
+	lim := x.Lease.Policy.Limits
+	base := plumbing.NewHash(x.Lease.Base)
+	tree := ""
+	if c, err := x.Repo.Commit(base); err == nil {
+		tree = c.TreeHash.String()
+	}
 	return sandbox.Spec{
 		ID:       string(x.Lease.ID),
 		Dir:      filepath.Join(x.RunDir(), "sandbox"),
 		Worktree: x.Worktree(),
-		Limits:   sandbox.Limits{OutputBytes: 8 << 20},
+		BaseTree: tree,
+		BasesDir: x.Repo.LeaseDir("bases"),
+		ExportBase: func(dir string) error {
+			return x.Repo.ExportTree(plumbing.NewHash(tree), dir)
+		},
+		ReadOnly: x.Lease.Policy.ReadOnly,
+		Limits: sandbox.Limits{
+			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
+			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
+		},
 	}
 }
 
 // run takes a provisioning lease through the agent's run to its result.
 func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.Writer, progress io.Writer) error {
 	spec := x.spec()
-	if err := x.addWorktree(ctx); err != nil {
+	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
 		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
 	}
 	fault("start:worktree")
 	if err := provider.Create(ctx, spec); err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
-	if err := x.Move(ctx, Running, nil, nil); err != nil {
-		return err
-	}
-	fault("start:running")
 	if err := os.MkdirAll(x.RunDir(), 0o700); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
@@ -125,13 +180,32 @@ func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
+	defer logFile.Close()
 	out := io.Writer(logFile)
 	if live != nil {
 		out = io.MultiWriter(logFile, live)
 	}
-	cmd := sandbox.Command{Argv: x.Lease.Command, Env: []string{"LEASE_ID=" + string(x.Lease.ID)}, Output: out}
+	cmd := sandbox.Command{Argv: x.Lease.Command, Output: out}
+	if !provider.Sandboxed() {
+		cmd.Env = []string{"LEASE_ID=" + string(x.Lease.ID)}
+	}
+	proc, err := provider.Launch(ctx, spec, cmd)
+	if err != nil {
+		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
+	}
+	err = x.Move(ctx, Running, func(l *Lease) { l.Enforcement = proc.Enforcement() }, nil)
+	if err != nil {
+		proc.Kill()
+		proc.Wait()
+		return err
+	}
+	fault("start:running")
 	started := x.Repo.Now()
-	exit, runErr := provider.Run(ctx, spec, cmd)
+	runErr := proc.Release()
+	exit, waitErr := proc.Wait()
+	if runErr == nil {
+		runErr = waitErr
+	}
 	logFile.Close()
 	output, outputBytes, err := readHeadTail(logPath)
 	if err != nil {
@@ -167,10 +241,9 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	}
 	result := &Result{
 		Status: "ok", Summary: summarize(c.Manifest.Files), Base: x.Lease.Base, Commit: commit.String(),
-		Tree: c.Tree.String(), Manifest: c.Manifest.Files,
+		Tree: c.Tree.String(), Manifest: c.Manifest.Files, PatchDigest: verify.PatchDigest(c.Patch),
 	}
 	files := map[string][]byte{manifestFile: c.Manifest.Marshal(), patchFile: c.Patch}
-	result.PatchDigest = verify.PatchDigest(c.Patch)
 	if reason := x.Lease.Agent.failure(); reason != "" {
 		result.Status = "failed"
 		return x.Move(ctx, Failed, func(l *Lease) { l.Result, l.Reason = result, reason }, files)
@@ -184,7 +257,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		return err
 	}
 	fault("start:review")
-	if err := x.syncWorktree(ctx); err != nil {
+	if err := x.checkoutReview(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(progress, "lease %s: review: %s\n", x.Lease.ID, result.Summary)

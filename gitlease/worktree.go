@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// addWorktree adds the review worktree at its derived path, checked out on
-// the lease's branch. It is idempotent: a worktree already registered for
+// addWorktree adds the review worktree at its derived path on the lease's
+// branch. A trusted_local agent works in it, so it is checked out at the
+// base; for a sandboxed lease it stays empty until the result is
+// materialized into it. It is idempotent: a worktree already registered for
 // this lease at that path is kept.
-func (x *Execution) addWorktree(ctx context.Context) error {
+func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
 	path := x.Worktree()
 	if admin, err := x.worktreeAdmin(); err == nil && admin != "" {
 		return nil
@@ -19,7 +21,11 @@ func (x *Execution) addWorktree(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	_, err := x.Repo.Git(ctx, nil, "worktree", "add", "--quiet", path, x.Lease.Branch)
+	args := []string{"worktree", "add", "--quiet"}
+	if sandboxed {
+		args = append(args, "--no-checkout")
+	}
+	_, err := x.Repo.Git(ctx, nil, append(args, path, x.Lease.Branch)...)
 	return err
 }
 
@@ -46,15 +52,20 @@ func (x *Execution) worktreeAdmin() (string, error) {
 	return "", nil
 }
 
-// syncWorktree makes the review worktree's index match its branch, so that
-// git status there shows what the reviewer changes on top of the result. It
-// only reads objects and writes the index: git never reads the worktree's
-// files here, which the agent may have written.
-func (x *Execution) syncWorktree(ctx context.Context) error {
+// checkoutReview makes the review worktree show the result. For a
+// trusted_local lease the files are already there (the agent wrote them):
+// only the index is rewritten from the branch, and git never reads the
+// agent-written files. For a sandboxed lease the result is checked out into
+// the empty worktree, which no agent has ever written.
+func (x *Execution) checkoutReview(ctx context.Context) error {
 	admin, err := x.worktreeAdmin()
 	if err != nil || admin == "" {
 		return fmt.Errorf("review worktree of %s is not registered with git: run git lease reconcile", x.Lease.ID)
 	}
-	_, err = x.Repo.GitAt(ctx, admin, nil, nil, "read-tree", x.Lease.Branch)
+	if !x.Lease.Sandboxed {
+		_, err = x.Repo.GitAt(ctx, admin, nil, nil, "read-tree", x.Lease.Branch)
+		return err
+	}
+	_, err = x.Repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + x.Worktree()}, nil, "read-tree", "--reset", "-u", x.Lease.Branch)
 	return err
 }

@@ -21,90 +21,141 @@ const (
 	BoundOutput    = "output"
 )
 
-// process runs cmd in its own process group and enforces the bounds that
-// need watching from outside: wall time, output bytes, and any extra
-// watcher (disk). It kills the whole group when a bound is hit.
-type process struct {
-	cmd     *exec.Cmd
-	limits  Limits
-	output  io.Writer
-	watch   func() string // returns a bound name when one is exceeded
-	onStart func(pid int) error
+// Proc is a Process backed by one host process (and its process group),
+// with the bounds that are watched from outside: wall time, output bytes,
+// and whatever Watch reports. Providers build one with NewProc.
+type Proc struct {
+	ctx    context.Context
+	cmd    *exec.Cmd
+	limits Limits
+	out    *switchWriter
+	// Watch, polled while the agent runs, names a bound that is exceeded.
+	Watch func() string
+	// Finish, called after the process ended, may refine the exit (for
+	// example with the bound a cgroup saw) and release resources.
+	Finish func(*Exit)
+	// Gate releases a process that was started held at a gate; when nil,
+	// Release starts the command itself.
+	Gate        func() error
+	enforcement string
 
-	mu    sync.Mutex
-	bound string
+	mu      sync.Mutex
+	bound   string
+	started bool
+	done    chan struct{}
+	exit    Exit
+	err     error
 }
 
-func (p *process) hit(bound string) {
-	p.mu.Lock()
-	if p.bound == "" {
-		p.bound = bound
+// NewProc prepares cmd to run in its own process group (or session, when
+// the caller set Setsid) with its output bounded by limits.OutputBytes.
+// Output before Release is held back (see Early); after it, it goes to output.
+func NewProc(ctx context.Context, cmd *exec.Cmd, limits Limits, output io.Writer, enforcement string) *Proc {
+	p := &Proc{ctx: ctx, cmd: cmd, limits: limits, enforcement: enforcement, done: make(chan struct{})}
+	p.out = &switchWriter{final: &limitWriter{w: output, limit: limits.OutputBytes, over: func() { p.hit(BoundOutput) }}}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	p.mu.Unlock()
-	p.kill()
+	cmd.SysProcAttr.Setpgid = !cmd.SysProcAttr.Setsid
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	return p
 }
 
-func (p *process) kill() {
+// StartHeld starts the command before Release, for providers whose command
+// waits at its own gate. It returns once the process runs.
+func (p *Proc) StartHeld() error {
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	p.started = true
+	go p.wait()
+	return nil
+}
+
+// Early is what the process printed before Release (setup diagnostics).
+func (p *Proc) Early() string { return p.out.early() }
+
+// Exited is closed when the process has ended.
+func (p *Proc) Exited() <-chan struct{} { return p.done }
+
+// Enforcement says how the bounds are enforced.
+func (p *Proc) Enforcement() string { return p.enforcement }
+
+// Release lets the agent run and starts the outside watch.
+func (p *Proc) Release() error {
+	p.out.release()
+	if !p.started {
+		if err := p.cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
+		}
+		p.started = true
+		go p.wait()
+	} else if p.Gate != nil {
+		if err := p.Gate(); err != nil {
+			p.Kill()
+			return err
+		}
+	}
+	go p.watch()
+	return nil
+}
+
+// Wait waits for the process and reports how it ended.
+func (p *Proc) Wait() (Exit, error) {
+	<-p.done
+	return p.exit, p.err
+}
+
+// Kill stops the whole process group now.
+func (p *Proc) Kill() {
 	if p.cmd.Process != nil {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		p.cmd.Process.Kill()
 	}
 }
 
-// run starts the process, waits for it and reports how it ended.
-func (p *process) run(ctx context.Context) (Exit, error) {
-	if p.cmd.SysProcAttr == nil {
-		p.cmd.SysProcAttr = &syscall.SysProcAttr{}
+func (p *Proc) hit(bound string) {
+	p.mu.Lock()
+	if p.bound == "" {
+		p.bound = bound
 	}
-	p.cmd.SysProcAttr.Setpgid = !p.cmd.SysProcAttr.Setsid
-	out := &limitWriter{w: p.output, limit: p.limits.OutputBytes, over: func() { p.hit(BoundOutput) }}
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	var exit Exit
-	if err := p.cmd.Start(); err != nil {
-		return exit, fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
+	p.mu.Unlock()
+	p.Kill()
+}
+
+func (p *Proc) watch() {
+	var wall <-chan time.Time
+	if p.limits.Wall > 0 {
+		t := time.NewTimer(p.limits.Wall)
+		defer t.Stop()
+		wall = t.C
 	}
-	if p.onStart != nil {
-		if err := p.onStart(p.cmd.Process.Pid); err != nil {
-			p.kill()
-			p.cmd.Wait()
-			return exit, err
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		var wall <-chan time.Time
-		if p.limits.Wall > 0 {
-			t := time.NewTimer(p.limits.Wall)
-			defer t.Stop()
-			wall = t.C
-		}
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				p.kill()
-				return
-			case <-wall:
-				p.hit(BoundWall)
-				return
-			case <-tick.C:
-				if p.watch != nil {
-					if b := p.watch(); b != "" {
-						p.hit(b)
-						return
-					}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-p.ctx.Done():
+			p.Kill()
+			return
+		case <-wall:
+			p.hit(BoundWall)
+			return
+		case <-tick.C:
+			if p.Watch != nil {
+				if b := p.Watch(); b != "" {
+					p.hit(b)
+					return
 				}
 			}
 		}
-	}()
+	}
+}
+
+func (p *Proc) wait() {
 	err := p.cmd.Wait()
-	close(done)
-	p.mu.Lock()
-	exit.Bound = p.bound
-	p.mu.Unlock()
+	exit := Exit{}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -114,20 +165,53 @@ func (p *process) run(ctx context.Context) (Exit, error) {
 		if ws.Signaled() {
 			exit.Signal = ws.Signal().String()
 			exit.Code = 128 + int(ws.Signal())
-			if ws.Signal() == syscall.SIGXCPU && exit.Bound == "" {
-				exit.Bound = BoundCPU
-			}
-			if ws.Signal() == syscall.SIGXFSZ && exit.Bound == "" {
-				exit.Bound = BoundDisk
-			}
 		}
 	default:
-		return exit, err
+		p.err = err
 	}
-	if ctx.Err() != nil && exit.Bound == "" {
-		return exit, ctx.Err()
+	p.mu.Lock()
+	exit.Bound = p.bound
+	p.mu.Unlock()
+	if p.Finish != nil {
+		p.Finish(&exit)
 	}
-	return exit, nil
+	if p.ctx.Err() != nil && exit.Bound == "" && p.err == nil {
+		p.err = p.ctx.Err()
+	}
+	p.exit = exit
+	close(p.done)
+}
+
+// switchWriter holds output back until release, then passes it on.
+type switchWriter struct {
+	mu       sync.Mutex
+	held     []byte
+	released bool
+	final    io.Writer
+}
+
+func (s *switchWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		if len(s.held) < 64<<10 {
+			s.held = append(s.held, b...)
+		}
+		return len(b), nil
+	}
+	return s.final.Write(b)
+}
+
+func (s *switchWriter) release() {
+	s.mu.Lock()
+	s.released = true
+	s.mu.Unlock()
+}
+
+func (s *switchWriter) early() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.held)
 }
 
 // limitWriter passes at most limit bytes (0: no limit) and calls over once
@@ -157,11 +241,4 @@ func (l *limitWriter) Write(b []byte) (int, error) {
 		l.w.Write(b)
 	}
 	return n, nil
-}
-
-// RunProcess runs an unsandboxed command in its own process group under the
-// wall-time and output bounds of limits.
-func RunProcess(ctx context.Context, cmd *exec.Cmd, limits Limits, output io.Writer) (Exit, error) {
-	p := &process{cmd: cmd, limits: limits, output: output}
-	return p.run(ctx)
 }

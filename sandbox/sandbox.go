@@ -5,6 +5,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -32,8 +33,7 @@ type Spec struct {
 	ReadOnly []string
 }
 
-// Limits are the resource bounds of one agent run. Zero means the provider's
-// own default.
+// Limits are the resource bounds of one agent run. Zero means no bound.
 type Limits struct {
 	Wall        time.Duration
 	MemoryBytes int64
@@ -45,8 +45,10 @@ type Limits struct {
 
 // Command is the agent command to run.
 type Command struct {
-	Argv   []string
-	Env    []string // for sandboxed providers: the whole environment of the agent
+	Argv []string
+	// Env is the agent's environment. Sandboxed providers give the agent
+	// nothing else; the worktree provider adds it to the user's own.
+	Env    []string
 	Stdin  io.Reader
 	Output io.Writer // standard output and error, merged
 }
@@ -55,7 +57,9 @@ type Command struct {
 type Exit struct {
 	Code   int    `json:"code"`
 	Signal string `json:"signal,omitempty"`
-	Bound  string `json:"bound,omitempty"` // the bound that stopped the agent (wall, memory, cpu, processes, disk, output)
+	// Bound names the bound that stopped the agent: wall, memory, cpu,
+	// processes, disk or output.
+	Bound  string `json:"bound,omitempty"`
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -69,11 +73,29 @@ type Provider interface {
 	Sandboxed() bool
 	// Create prepares the workspace for spec.
 	Create(ctx context.Context, spec Spec) error
-	// Run runs the agent in the workspace and waits for it. ctx's
-	// cancellation kills the agent.
-	Run(ctx context.Context, spec Spec, cmd Command) (Exit, error)
+	// Launch sets up the sandbox around cmd and holds the command at a
+	// gate: nothing of cmd runs until Release. A sandbox that cannot be set
+	// up fails here, with ErrUnavailable, before anything runs.
+	Launch(ctx context.Context, spec Spec, cmd Command) (Process, error)
 	// Delta tells the collector where the agent's changes are.
 	Delta(spec Spec) Delta
 	// Discard removes the workspace. Removing what is already gone succeeds.
 	Discard(ctx context.Context, spec Spec) error
 }
+
+// Process is a launched, gated agent.
+type Process interface {
+	// Release lets the agent command start.
+	Release() error
+	// Wait waits for the agent and its whole sandbox to end.
+	Wait() (Exit, error)
+	// Kill stops the whole sandbox now.
+	Kill()
+	// Enforcement says how the bounds are enforced (for example "cgroup v2",
+	// "rlimits"), for the lease record.
+	Enforcement() string
+}
+
+// ErrUnavailable is returned when a provider cannot be provisioned on this
+// machine. Its message says what is missing and how to fix it.
+var ErrUnavailable = errors.New("sandbox unavailable")

@@ -9,12 +9,17 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == bwrap.InitArg {
+		bwrap.Init() // the sandbox's init: never returns
+	}
 	os.Exit(run(os.Args))
 }
 

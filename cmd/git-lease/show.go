@@ -65,6 +65,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "mission:  %s\n", l.Mission)
 	}
 	fmt.Fprintf(w, "command:  %s\n", strings.Join(l.Command, " "))
+	if l.Enforcement != "" {
+		fmt.Fprintf(w, "bounds:   %s\n", l.Enforcement)
+	}
 	if a := l.Agent; a != nil {
 		fmt.Fprintf(w, "agent:    exited %d, %d bytes of output\n", a.Code, a.OutputBytes)
 	}

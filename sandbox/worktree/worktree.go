@@ -23,14 +23,15 @@ func (Provider) Sandboxed() bool { return false }
 // Create does nothing: the review worktree is the workspace.
 func (Provider) Create(context.Context, sandbox.Spec) error { return nil }
 
-// Run runs the command in the review worktree with the user's environment
-// plus cmd.Env, and enforces the wall-time and output bounds.
-func (Provider) Run(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Exit, error) {
+// Launch prepares the command to run in the review worktree with the user's
+// environment plus cmd.Env; it starts at Release. Only the wall-time and
+// output bounds apply: nothing else can be enforced without a sandbox.
+func (Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
 	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
 	c.Dir = spec.Worktree
 	c.Env = append(os.Environ(), cmd.Env...)
 	c.Stdin = cmd.Stdin
-	return sandbox.RunProcess(ctx, c, spec.Limits, cmd.Output)
+	return sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, "none (trusted_local: wall time and output only)"), nil
 }
 
 // Delta is the whole review worktree.

@@ -1,0 +1,324 @@
+package gitlease
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+)
+
+// Policy is what a lease may do. Trusted policy comes from the user's own
+// configuration; a repository's .lease.toml (read from the base commit) may
+// only narrow it.
+type Policy struct {
+	Provider    string       `toml:"provider" json:"provider"`
+	Limits      Limits       `toml:"limits" json:"limits"`
+	ReadOnly    []string     `toml:"read_only" json:"read_only"`
+	Network     Network      `toml:"network" json:"network"`
+	Credentials []string     `toml:"credentials" json:"credentials"`
+	Result      ResultPolicy `toml:"result" json:"result"`
+	Checks      []string     `toml:"checks" json:"checks"`
+}
+
+// Limits bound one agent run.
+type Limits struct {
+	Wall      Duration `toml:"wall" json:"wall"`
+	CPU       Duration `toml:"cpu" json:"cpu"`
+	Memory    Size     `toml:"memory" json:"memory"`
+	Processes int      `toml:"processes" json:"processes"`
+	Disk      Size     `toml:"disk" json:"disk"`
+	Output    Size     `toml:"output" json:"output"`
+}
+
+// Network lists the destinations (host:port, *.domain:port) a lease may reach.
+type Network struct {
+	Allow []string `toml:"allow" json:"allow"`
+}
+
+// ResultPolicy bounds what a result may contain.
+type ResultPolicy struct {
+	MaxFiles       int      `toml:"max_files" json:"max_files"`
+	MaxBytes       Size     `toml:"max_bytes" json:"max_bytes"`
+	MaxBinaryFiles int      `toml:"max_binary_files" json:"max_binary_files"`
+	Symlinks       string   `toml:"symlinks" json:"symlinks"` // "inside" (links that stay in the tree) or "none"
+	Submodules     bool     `toml:"submodules" json:"submodules"`
+	Protected      []string `toml:"protected" json:"protected"`
+}
+
+// DefaultPolicy is safe with no configuration at all: no network, no
+// credentials, bounded resources.
+func DefaultPolicy() Policy {
+	return Policy{
+		Provider: "bwrap", ReadOnly: []string{}, Network: Network{Allow: []string{}}, Credentials: []string{}, Checks: []string{},
+		Limits: Limits{
+			Wall: Duration(30 * time.Minute), CPU: Duration(30 * time.Minute), Memory: 4 << 30,
+			Processes: 256, Disk: 2 << 30, Output: 8 << 20,
+		},
+		Result: ResultPolicy{
+			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
+			Protected: []string{".github/", ".gitlab-ci.yml", ".gitattributes", ".gitmodules", ".envrc",
+				".vscode/", ".idea/", ".claude/", ".mcp.json", ".lease.toml"},
+		},
+	}
+}
+
+// Effective is the policy in force for one lease and where each setting came from.
+type Effective struct {
+	Policy
+	// Sources maps each setting ("limits.memory") to SourceDefault,
+	// SourceTrusted or ".lease.toml at <commit>". (Never a local path: the
+	// record is pushed.)
+	Sources map[string]string `json:"sources"`
+}
+
+// Where a setting came from.
+const (
+	SourceDefault = "default"
+	SourceTrusted = "trusted policy"
+)
+
+// Digest identifies the effective policy in signed records.
+func (e *Effective) Digest() string {
+	b, _ := json.Marshal(e.Policy)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ErrWiden is returned when a repository's .lease.toml asks for more than
+// the trusted policy allows.
+var ErrWiden = errors.New(".lease.toml may only narrow the trusted policy")
+
+// repoPolicyFile is the repository's request, read from the base commit.
+const repoPolicyFile = ".lease.toml"
+
+// TrustedPolicyPath is the user's policy file: the file named by git config
+// lease.policy, else $XDG_CONFIG_HOME/git-lease/policy.toml. A file inside
+// the repository is refused: a commit must not choose its own policy.
+func TrustedPolicyPath(repo *refs.Repo) (string, error) {
+	out, err := repo.Git(context.Background(), nil, "config", "--get", "lease.policy")
+	path := strings.TrimSpace(string(out))
+	if err != nil || path == "" {
+		return filepath.Join(configHome(), "git-lease", "policy.toml"), nil
+	}
+	if strings.HasPrefix(path, "~/") {
+		home, _ := os.UserHomeDir()
+		path = filepath.Join(home, path[2:])
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	for _, inside := range []string{repo.WorkTree, repo.CommonDir} {
+		if inside != "" && (abs == inside || strings.HasPrefix(abs, inside+string(filepath.Separator))) {
+			return "", fmt.Errorf("lease.policy = %s is inside the repository; trusted policy must live outside it (e.g. ~/.config/git-lease/policy.toml)", path)
+		}
+	}
+	return abs, nil
+}
+
+func configHome() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return x
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config")
+}
+
+// LoadPolicy computes the effective policy for a lease on base: defaults,
+// then the trusted file (which may set anything), then the repository's
+// .lease.toml from base (which may only narrow).
+func LoadPolicy(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
+	eff := &Effective{Policy: DefaultPolicy(), Sources: map[string]string{}}
+	path, err := TrustedPolicyPath(repo)
+	if err != nil {
+		return nil, err
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		keys, err := decodePolicy(b, &eff.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, k := range keys {
+			eff.Sources[k] = SourceTrusted
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if !base.IsZero() {
+		b, err := repo.ReadFile(base, repoPolicyFile, 1<<20)
+		if err == nil {
+			if err := narrow(eff, b, fmt.Sprintf(".lease.toml at %s", base.String()[:12])); err != nil {
+				return nil, err
+			}
+		} else if !errors.Is(err, refs.ErrNoFile) {
+			return nil, err
+		}
+	}
+	for _, k := range policyKeys {
+		if eff.Sources[k] == "" {
+			eff.Sources[k] = SourceDefault
+		}
+	}
+	return eff, eff.validate()
+}
+
+// policyKeys are every setting, in the order git lease policy prints them.
+var policyKeys = []string{
+	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
+	"read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
+	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "checks",
+}
+
+// decodePolicy decodes TOML into p, refusing unknown keys, and returns the
+// keys it set.
+func decodePolicy(b []byte, p *Policy) ([]string, error) {
+	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(p)
+	if err != nil {
+		return nil, err
+	}
+	if un := md.Undecoded(); len(un) > 0 {
+		return nil, fmt.Errorf("unknown setting %q (known: %s)", un[0].String(), strings.Join(policyKeys, ", "))
+	}
+	var keys []string
+	for _, k := range policyKeys {
+		if md.IsDefined(strings.Split(k, ".")...) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// narrow applies a repository's request, refusing any widening with the
+// key and both values.
+func narrow(eff *Effective, b []byte, source string) error {
+	req := eff.Policy
+	req.ReadOnly = slices.Clone(eff.ReadOnly)
+	keys, err := decodePolicy(b, &req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	trusted := eff.Policy
+	wider := func(key string, asked, allowed any) error {
+		return fmt.Errorf("%w: %s asks for %s = %v, but the trusted policy allows %v", ErrWiden, source, key, asked, allowed)
+	}
+	atMost := func(key string, asked, allowed int64) error {
+		if allowed > 0 && (asked == 0 || asked > allowed) {
+			return wider(key, asked, allowed)
+		}
+		return nil
+	}
+	for _, k := range keys {
+		var err error
+		switch k {
+		case "provider":
+			if req.Provider != trusted.Provider {
+				err = wider(k, req.Provider, trusted.Provider)
+			}
+		case "limits.wall":
+			err = atMost(k, int64(req.Limits.Wall), int64(trusted.Limits.Wall))
+		case "limits.cpu":
+			err = atMost(k, int64(req.Limits.CPU), int64(trusted.Limits.CPU))
+		case "limits.memory":
+			err = atMost(k, int64(req.Limits.Memory), int64(trusted.Limits.Memory))
+		case "limits.processes":
+			err = atMost(k, int64(req.Limits.Processes), int64(trusted.Limits.Processes))
+		case "limits.disk":
+			err = atMost(k, int64(req.Limits.Disk), int64(trusted.Limits.Disk))
+		case "limits.output":
+			err = atMost(k, int64(req.Limits.Output), int64(trusted.Limits.Output))
+		case "read_only":
+			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
+		case "network.allow":
+			err = subsetOf(k, req.Network.Allow, trusted.Network.Allow, destinationCovers, wider)
+		case "credentials":
+			err = subset(k, req.Credentials, trusted.Credentials, wider)
+		case "result.max_files":
+			err = atMost(k, int64(req.Result.MaxFiles), int64(trusted.Result.MaxFiles))
+		case "result.max_bytes":
+			err = atMost(k, int64(req.Result.MaxBytes), int64(trusted.Result.MaxBytes))
+		case "result.max_binary_files":
+			err = atMost(k, int64(req.Result.MaxBinaryFiles), int64(trusted.Result.MaxBinaryFiles))
+		case "result.symlinks":
+			if req.Result.Symlinks != trusted.Result.Symlinks && req.Result.Symlinks != "none" {
+				err = wider(k, req.Result.Symlinks, trusted.Result.Symlinks)
+			}
+		case "result.submodules":
+			if req.Result.Submodules && !trusted.Result.Submodules {
+				err = wider(k, true, false)
+			}
+		case "result.protected":
+			req.Result.Protected = union(trusted.Result.Protected, req.Result.Protected)
+		case "checks":
+			req.Checks = union(trusted.Checks, req.Checks)
+		}
+		if err != nil {
+			return err
+		}
+		eff.Sources[k] = source
+	}
+	eff.Policy = req
+	return nil
+}
+
+func subset(key string, asked, allowed []string, wider func(string, any, any) error) error {
+	return subsetOf(key, asked, allowed, func(a, b string) bool { return a == b }, wider)
+}
+
+func subsetOf(key string, asked, allowed []string, covers func(allowed, asked string) bool, wider func(string, any, any) error) error {
+	for _, a := range asked {
+		if !slices.ContainsFunc(allowed, func(t string) bool { return covers(t, a) }) {
+			return wider(key, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", allowed))
+		}
+	}
+	return nil
+}
+
+// destinationCovers reports whether a trusted destination allows asked:
+// the same, or asked is a name under a trusted "*.domain" with the same port.
+func destinationCovers(trusted, asked string) bool {
+	if trusted == asked {
+		return true
+	}
+	suffix, ok := strings.CutPrefix(trusted, "*")
+	return ok && strings.HasPrefix(suffix, ".") && strings.HasSuffix(asked, suffix) && len(asked) > len(suffix)
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out[len(a):])
+	return out
+}
+
+// validate checks settings that are wrong in themselves, wherever they came from.
+func (e *Effective) validate() error {
+	switch e.Result.Symlinks {
+	case "inside", "none":
+	default:
+		return fmt.Errorf("result.symlinks = %q (%s): use \"inside\" or \"none\"", e.Result.Symlinks, e.Sources["result.symlinks"])
+	}
+	for _, p := range e.ReadOnly {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("read_only = %q (%s): use clean absolute paths", p, e.Sources["read_only"])
+		}
+	}
+	return nil
+}

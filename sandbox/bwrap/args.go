@@ -1,0 +1,81 @@
+package bwrap
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// systemDirs are bound read-only when present. On merged-/usr systems the
+// top-level ones are symlinks into /usr and are recreated as such.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// bwrapOptions is the whole sandbox: what the agent sees and nothing else.
+func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
+	a := []string{
+		"--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--hostname", "lease-" + spec.ID,
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+	}
+	for _, dir := range systemDirs {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(dir); err == nil {
+				a = append(a, "--symlink", target, dir)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", dir, dir)
+		}
+	}
+	for _, ro := range spec.ReadOnly {
+		a = append(a, "--ro-bind", ro, ro)
+	}
+	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if spec.Limits.DiskBytes > 0 {
+		a = append(a, "--size", tmpSize)
+	}
+	a = append(a, "--tmpfs", "/tmp")
+	if spec.Limits.DiskBytes > 0 {
+		a = append(a, "--size", tmpSize)
+	}
+	a = append(a, "--tmpfs", agentHome,
+		"--bind", d.merged, workDir, "--chdir", workDir, "--clearenv")
+	for _, kv := range agentEnv(spec, cmd.Env) {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	return a
+}
+
+// gatedCommand runs the agent's argv behind the gate.
+func gatedCommand(argv []string) []string {
+	return append([]string{"/bin/sh", "-c", gateScript, "lease-gate"}, argv...)
+}
+
+// hostEnvAllowed are the only host variables an agent sees: terminal and
+// locale settings, which carry no secrets.
+var hostEnvAllowed = []string{"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
+
+// agentEnv is the agent's whole environment: a fixed base, a few harmless
+// host settings, and what the lease adds (its ID, and the credentials that
+// policy names for it).
+func agentEnv(spec sandbox.Spec, extra []string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + agentHome, "USER=agent", "LOGNAME=agent", "SHELL=/bin/sh",
+		"TMPDIR=/tmp", "LEASE_ID=" + spec.ID, "LEASE_WORKDIR=" + workDir,
+	}
+	for _, k := range hostEnvAllowed {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+

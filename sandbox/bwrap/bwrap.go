@@ -1,0 +1,223 @@
+// Package bwrap is the embedded default sandbox on Linux: an overlayfs over
+// a shared, read-only export of the base tree, mounted in a private user and
+// mount namespace, with bubblewrap running the agent in its own user, pid,
+// ipc, uts and network namespaces, with a cleared environment and nothing of
+// the host but read-only system directories.
+package bwrap
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// Provider runs agents under bubblewrap. Self is the git-lease binary,
+// re-executed as the sandbox's init.
+type Provider struct {
+	Self string
+}
+
+// Name is "bwrap".
+func (Provider) Name() string { return "bwrap" }
+
+// Sandboxed is true.
+func (Provider) Sandboxed() bool { return true }
+
+// The agent's view of its sandbox.
+const (
+	agentUID  = "1000"
+	agentHome = "/home/agent"
+	workDir   = "/work"
+)
+
+// dirs are the lease's overlay directories under spec.Dir.
+type dirs struct{ upper, work, merged string }
+
+func layout(spec sandbox.Spec) dirs {
+	return dirs{
+		upper:  filepath.Join(spec.Dir, "upper"),
+		work:   filepath.Join(spec.Dir, "work"),
+		merged: filepath.Join(spec.Dir, "merged"),
+	}
+}
+
+// Create checks that bwrap is installed, exports the base (once per tree)
+// and makes the lease's overlay directories. It is idempotent.
+func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap), or use --mode trusted_local knowingly", sandbox.ErrUnavailable)
+	}
+	if err := checkUserNamespaces(); err != nil {
+		return err
+	}
+	if err := acquireBase(spec); err != nil {
+		return err
+	}
+	d := layout(spec)
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return err
+	}
+	for _, dir := range []string{d.upper, d.work, d.merged} {
+		// The upper directory's mode becomes the mode of the agent's /work.
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkUserNamespaces explains the usual reasons a user namespace is refused.
+func checkUserNamespaces() error {
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" && os.Getuid() != 0 {
+		return fmt.Errorf("%w: unprivileged user namespaces are disabled (enable them with: sudo sysctl kernel.unprivileged_userns_clone=1)", sandbox.ErrUnavailable)
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return fmt.Errorf("%w: user namespaces are disabled (enable them with: sudo sysctl user.max_user_namespaces=15000)", sandbox.ErrUnavailable)
+	}
+	return nil
+}
+
+// Delta is the overlay's upper directory.
+func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
+	return sandbox.Delta{Root: layout(spec).upper, Layout: sandbox.Overlay}
+}
+
+// Discard removes the lease's overlay directories and releases its base.
+// The overlay mount lives only in the sandbox's mount namespace, so it is
+// gone with the sandbox's last process. Discarding twice is harmless.
+func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
+	if err := removeAll(spec.Dir); err != nil {
+		return err
+	}
+	return releaseBase(spec)
+}
+
+// gateScript holds the agent until the host writes to fd 5 (after it has
+// recorded every identity of the lease), having told the host on fd 4 that
+// the sandbox is fully set up. Both gate descriptors are closed before the
+// agent runs. (fd 3 carried the init its spec.)
+const gateScript = `printf r >&4 && exec 4>&- && read -r _ <&5 && exec 5<&- && exec "$@"; exit 125`
+
+// Launch starts the sandbox around cmd and returns once it is fully set up
+// with the agent held at its gate, or fails with sandbox.ErrUnavailable and
+// what the sandbox printed.
+func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
+	bwrapPath, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap)", sandbox.ErrUnavailable)
+	}
+	d := layout(spec)
+	lim := newLimiter(spec)
+	init := initSpec{
+		Lower: lowerDir(spec), Upper: d.upper, Work: d.work, Merged: d.merged,
+		Bwrap: bwrapPath, Options: bwrapOptions(spec, d, cmd), Command: gatedCommand(cmd.Argv), Rlimits: lim.rlimits(),
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c := exec.Command(p.Self, InitArg)
+	c.Env = []string{}
+	c.Dir = "/"
+	c.Stdin = cmd.Stdin
+	c.ExtraFiles = []*os.File{specR, readyW, goR}
+	c.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Setsid:                     true,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	proc := sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, lim.enforcement())
+	proc.Watch = lim.watch
+	proc.Finish = lim.finish
+	proc.Gate = func() error {
+		_, err := goW.Write([]byte("go\n"))
+		goW.Close()
+		return err
+	}
+	err = proc.StartHeld()
+	specR.Close()
+	readyW.Close()
+	goR.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: start sandbox init: %v", sandbox.ErrUnavailable, err)
+	}
+	if err := lim.attach(c.Process.Pid); err != nil {
+		proc.Kill()
+		return nil, err
+	}
+	json.NewEncoder(specW).Encode(init)
+	specW.Close()
+	if err := waitReady(ctx, readyR, proc); err != nil {
+		proc.Kill()
+		goW.Close()
+		proc.Wait()
+		return nil, err
+	}
+	lim.started(c.Process.Pid)
+	return proc, nil
+}
+
+// waitReady waits for the gate's byte. A sandbox that exits first failed to
+// set up: its output says why.
+func waitReady(ctx context.Context, ready io.ReadCloser, proc *sandbox.Proc) error {
+	defer ready.Close()
+	got := make(chan error, 1)
+	go func() {
+		b := make([]byte, 1)
+		_, err := io.ReadFull(ready, b)
+		got <- err
+	}()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	select {
+	case err := <-got:
+		if err == nil {
+			return nil
+		}
+		<-proc.Exited()
+		return fmt.Errorf("%w: the sandbox did not start: %s", sandbox.ErrUnavailable, diagnose(proc.Early()))
+	case <-timeout.C:
+		return fmt.Errorf("%w: the sandbox did not start within 30s", sandbox.ErrUnavailable)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// diagnose turns the sandbox's setup output into one line with a remedy.
+func diagnose(out string) string {
+	line := strings.TrimSpace(out)
+	if sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan() {
+		line = strings.TrimSpace(sc.Text())
+	}
+	switch {
+	case strings.Contains(out, "mount overlay"):
+		return line + " (overlayfs must be available: modprobe overlay; Linux 5.11 or later)"
+	case strings.Contains(out, "uid map") || strings.Contains(out, "user namespace") || strings.Contains(out, "No permissions to create new namespace"):
+		return line + " (user namespaces must be enabled for your user)"
+	case line == "":
+		return "it exited without a word"
+	}
+	return line
+}
+

@@ -1,0 +1,84 @@
+package bwrap
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the hidden first argument with which git-lease re-executes
+// itself as the sandbox's init: a process in a private user and mount
+// namespace that mounts the lease's overlay and then becomes bwrap.
+const InitArg = "__sandbox-init"
+
+// initSpec travels from the host to the init on file descriptor 3.
+type initSpec struct {
+	Lower, Upper, Work, Merged string
+	Bwrap                      string
+	Options                    []string // bwrap's options, passed on a pipe so that no process shows them
+	Command                    []string // what bwrap runs: the gate, then the agent
+	Rlimits                    []rlimit
+}
+
+type rlimit struct {
+	Resource int
+	Value    uint64
+}
+
+// Init runs as the sandbox's init and never returns: it reports a setup
+// failure on standard error and exits 125, or execs bwrap. It runs with an
+// empty environment, so bwrap and everything under it start with one too.
+func Init() {
+	err := initSandbox()
+	fmt.Fprintf(os.Stderr, "git-lease sandbox: %v\n", err)
+	os.Exit(125)
+}
+
+func initSandbox() error {
+	f := os.NewFile(3, "spec")
+	var spec initSpec
+	if err := json.NewDecoder(f).Decode(&spec); err != nil {
+		return fmt.Errorf("read spec: %w", err)
+	}
+	f.Close()
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	// The layers are passed as /proc/self/fd paths so that no host path
+	// needs escaping in the option string (overlayfs splits on ',' and ':').
+	var fds []any
+	for _, dir := range []string{spec.Lower, spec.Upper, spec.Work} {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", dir, err)
+		}
+		fds = append(fds, fd)
+	}
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds...)
+	if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount overlay: %w (overlayfs in a user namespace needs Linux 5.11 or later)", err)
+	}
+	for _, l := range spec.Rlimits {
+		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Value, Max: l.Value}); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", l.Resource, err)
+		}
+	}
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		return err
+	}
+	args := strings.Join(spec.Options, "\x00") + "\x00"
+	if len(args) > 60000 {
+		return fmt.Errorf("sandbox arguments too long (%d bytes)", len(args))
+	}
+	if _, err := unix.Write(p[1], []byte(args)); err != nil {
+		return err
+	}
+	unix.Close(p[1])
+	argv := append([]string{"bwrap", "--args", fmt.Sprint(p[0]), "--"}, spec.Command...)
+	return fmt.Errorf("exec bwrap: %w", syscall.Exec(spec.Bwrap, argv, []string{}))
+}

@@ -1,0 +1,196 @@
+package bwrap
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// limiter enforces a lease's bounds. The kernel enforces them (a cgroup
+// when one is writable, else rlimits, which bind per sandbox because the
+// sandbox has its own user namespace); the host watches the sandbox's
+// processes and upper directory so that a lease that reaches a bound is
+// stopped and the bound is named.
+type limiter struct {
+	limits sandbox.Limits
+	upper  string
+	cg     *cgroup // nil: rlimits only
+
+	mu      sync.Mutex
+	pidns   string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
+	peakRSS int64
+	diskBusy bool
+}
+
+func newLimiter(spec sandbox.Spec) *limiter {
+	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits)}
+}
+
+// enforcement names the kernel mechanism, for the lease record.
+func (l *limiter) enforcement() string {
+	if l.cg != nil {
+		return l.cg.kind + " (memory, processes) + rlimits (cpu, file size)"
+	}
+	return "rlimits (memory, processes, cpu, file size)"
+}
+
+// rlimits are set by the sandbox init, after its user namespace exists, so
+// that RLIMIT_NPROC counts the sandbox's processes only.
+func (l *limiter) rlimits() []rlimit {
+	out := []rlimit{{unix.RLIMIT_CORE, 0}}
+	add := func(res int, v int64) {
+		if v > 0 {
+			out = append(out, rlimit{res, uint64(v)})
+		}
+	}
+	add(unix.RLIMIT_CPU, int64(l.limits.CPU.Seconds()))
+	add(unix.RLIMIT_FSIZE, l.limits.DiskBytes)
+	if l.limits.Processes > 0 {
+		// bwrap, its reaper and the gate shell are processes too.
+		add(unix.RLIMIT_NPROC, int64(l.limits.Processes)+3)
+	}
+	add(unix.RLIMIT_DATA, l.limits.MemoryBytes)
+	return out
+}
+
+// attach puts the sandbox's first process into the cgroup, before it has
+// run anything.
+func (l *limiter) attach(pid int) error {
+	if l.cg == nil {
+		return nil
+	}
+	return l.cg.add(pid)
+}
+
+// started learns the sandbox's pid namespace from bwrap's child.
+func (l *limiter) started(pid int) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"))
+	if err != nil {
+		return
+	}
+	for _, child := range strings.Fields(string(b)) {
+		if ns, err := os.Readlink("/proc/" + child + "/ns/pid"); err == nil {
+			l.mu.Lock()
+			l.pidns = ns
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// watch returns the bound the sandbox has reached, if any.
+func (l *limiter) watch() string {
+	if b := l.watchProcesses(); b != "" {
+		return b
+	}
+	if l.limits.DiskBytes > 0 {
+		l.mu.Lock()
+		busy := l.diskBusy
+		l.diskBusy = true
+		l.mu.Unlock()
+		if !busy {
+			used := diskUsage(l.upper)
+			l.mu.Lock()
+			l.diskBusy = false
+			l.mu.Unlock()
+			if used > l.limits.DiskBytes {
+				return sandbox.BoundDisk
+			}
+		}
+	}
+	return ""
+}
+
+// watchProcesses counts the processes of the sandbox's pid namespace and
+// their resident memory.
+func (l *limiter) watchProcesses() string {
+	l.mu.Lock()
+	ns := l.pidns
+	l.mu.Unlock()
+	if ns == "" {
+		return ""
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return ""
+	}
+	var n int
+	var rss int64
+	page := int64(os.Getpagesize())
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || link != ns {
+			continue
+		}
+		n++
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 1 {
+				pages, _ := strconv.ParseInt(f[1], 10, 64)
+				rss += pages * page
+			}
+		}
+	}
+	l.mu.Lock()
+	l.peakRSS = max(l.peakRSS, rss)
+	l.mu.Unlock()
+	switch {
+	case l.limits.Processes > 0 && n >= l.limits.Processes:
+		return sandbox.BoundProcesses
+	case l.limits.MemoryBytes > 0 && rss > l.limits.MemoryBytes:
+		return sandbox.BoundMemory
+	}
+	return ""
+}
+
+// finish names the bound behind a failure that the kernel enforced by
+// refusing (an allocation or a fork) rather than by a kill the host saw,
+// and removes the cgroup.
+func (l *limiter) finish(exit *sandbox.Exit) {
+	if l.cg != nil {
+		if exit.Bound == "" {
+			exit.Bound = l.cg.bound()
+		}
+		l.cg.remove()
+	}
+	if exit.Bound == "" && exit.Signal == "SIGXCPU" {
+		exit.Bound = sandbox.BoundCPU
+	}
+	if exit.Bound == "" && exit.Signal == "SIGXFSZ" {
+		exit.Bound = sandbox.BoundDisk
+	}
+	l.mu.Lock()
+	peak := l.peakRSS
+	l.mu.Unlock()
+	if exit.Bound == "" && exit.Code != 0 && l.limits.MemoryBytes > 0 && peak*4 >= l.limits.MemoryBytes*3 {
+		exit.Bound = sandbox.BoundMemory
+	}
+	if exit.Bound == "" && l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes {
+		exit.Bound = sandbox.BoundDisk
+	}
+}
+
+// diskUsage is what the upper directory holds: for each file the larger
+// of its apparent size and its allocated blocks, so sparse files count.
+func diskUsage(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil {
+			total += max(st.Size, st.Blocks*512)
+		}
+		return nil
+	})
+	return total
+}
