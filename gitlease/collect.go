@@ -121,7 +121,8 @@ func modeString(m filemode.FileMode) string {
 // full-index diff of two trees, with every option that user configuration
 // could change pinned on the command line.
 func canonicalPatch(ctx context.Context, repo *refs.Repo, a, b plumbing.Hash) ([]byte, error) {
-	return repo.Git(ctx, nil, "diff-tree", "-p", "--binary", "--full-index", "--no-renames",
+	return repo.Git(ctx, nil, "-c", "diff.suppressBlankEmpty=false",
+		"diff-tree", "-p", "-U3", "-O/dev/null", "--inter-hunk-context=0", "--binary", "--full-index", "--no-renames",
 		"--no-ext-diff", "--no-textconv", "--no-color", "--diff-algorithm=myers", "--indent-heuristic",
 		"--src-prefix=a/", "--dst-prefix=b/", "--no-abbrev", a.String(), b.String())
 }

@@ -176,6 +176,9 @@ func LoadPolicy(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
 	return eff, eff.validate()
 }
 
+// PolicyKeys are every setting, in the order git lease policy prints them.
+func PolicyKeys() []string { return slices.Clone(policyKeys) }
+
 // policyKeys are every setting, in the order git lease policy prints them.
 var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
@@ -205,8 +208,7 @@ func decodePolicy(b []byte, p *Policy) ([]string, error) {
 // narrow applies a repository's request, refusing any widening with the
 // key and both values.
 func narrow(eff *Effective, b []byte, source string) error {
-	req := eff.Policy
-	req.ReadOnly = slices.Clone(eff.ReadOnly)
+	req := eff.Policy.clone()
 	keys, err := decodePolicy(b, &req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
@@ -214,12 +216,6 @@ func narrow(eff *Effective, b []byte, source string) error {
 	trusted := eff.Policy
 	wider := func(key string, asked, allowed any) error {
 		return fmt.Errorf("%w: %s asks for %s = %v, but the trusted policy allows %v", ErrWiden, source, key, asked, allowed)
-	}
-	atMost := func(key string, asked, allowed int64) error {
-		if allowed > 0 && (asked == 0 || asked > allowed) {
-			return wider(key, asked, allowed)
-		}
-		return nil
 	}
 	for _, k := range keys {
 		var err error
@@ -229,17 +225,17 @@ func narrow(eff *Effective, b []byte, source string) error {
 				err = wider(k, req.Provider, trusted.Provider)
 			}
 		case "limits.wall":
-			err = atMost(k, int64(req.Limits.Wall), int64(trusted.Limits.Wall))
+			err = atMost(k, req.Limits.Wall, trusted.Limits.Wall, wider)
 		case "limits.cpu":
-			err = atMost(k, int64(req.Limits.CPU), int64(trusted.Limits.CPU))
+			err = atMost(k, req.Limits.CPU, trusted.Limits.CPU, wider)
 		case "limits.memory":
-			err = atMost(k, int64(req.Limits.Memory), int64(trusted.Limits.Memory))
+			err = atMost(k, req.Limits.Memory, trusted.Limits.Memory, wider)
 		case "limits.processes":
-			err = atMost(k, int64(req.Limits.Processes), int64(trusted.Limits.Processes))
+			err = atMost(k, req.Limits.Processes, trusted.Limits.Processes, wider)
 		case "limits.disk":
-			err = atMost(k, int64(req.Limits.Disk), int64(trusted.Limits.Disk))
+			err = atMost(k, req.Limits.Disk, trusted.Limits.Disk, wider)
 		case "limits.output":
-			err = atMost(k, int64(req.Limits.Output), int64(trusted.Limits.Output))
+			err = atMost(k, req.Limits.Output, trusted.Limits.Output, wider)
 		case "read_only":
 			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
 		case "network.allow":
@@ -247,11 +243,11 @@ func narrow(eff *Effective, b []byte, source string) error {
 		case "credentials":
 			err = subset(k, req.Credentials, trusted.Credentials, wider)
 		case "result.max_files":
-			err = atMost(k, int64(req.Result.MaxFiles), int64(trusted.Result.MaxFiles))
+			err = atMost(k, req.Result.MaxFiles, trusted.Result.MaxFiles, wider)
 		case "result.max_bytes":
-			err = atMost(k, int64(req.Result.MaxBytes), int64(trusted.Result.MaxBytes))
+			err = atMost(k, req.Result.MaxBytes, trusted.Result.MaxBytes, wider)
 		case "result.max_binary_files":
-			err = atMost(k, int64(req.Result.MaxBinaryFiles), int64(trusted.Result.MaxBinaryFiles))
+			err = atMost(k, req.Result.MaxBinaryFiles, trusted.Result.MaxBinaryFiles, wider)
 		case "result.symlinks":
 			if req.Result.Symlinks != trusted.Result.Symlinks && req.Result.Symlinks != "none" {
 				err = wider(k, req.Result.Symlinks, trusted.Result.Symlinks)
@@ -272,6 +268,26 @@ func narrow(eff *Effective, b []byte, source string) error {
 	}
 	eff.Policy = req
 	return nil
+}
+
+// atMost refuses a limit above the trusted one, or an unbounded (zero)
+// limit where the trusted one is bounded.
+func atMost[T ~int | ~int64](key string, asked, allowed T, wider func(string, any, any) error) error {
+	if allowed > 0 && (asked == 0 || asked > allowed) {
+		return wider(key, asked, allowed)
+	}
+	return nil
+}
+
+// clone copies p with its own slices, so decoding into the copy cannot
+// write into p.
+func (p Policy) clone() Policy {
+	p.ReadOnly = slices.Clone(p.ReadOnly)
+	p.Network.Allow = slices.Clone(p.Network.Allow)
+	p.Credentials = slices.Clone(p.Credentials)
+	p.Result.Protected = slices.Clone(p.Result.Protected)
+	p.Checks = slices.Clone(p.Checks)
+	return p
 }
 
 func subset(key string, asked, allowed []string, wider func(string, any, any) error) error {

@@ -27,19 +27,22 @@ const (
 // the newest commit of its log. It holds public identifiers only: no local
 // paths and no secrets.
 type Lease struct {
-	Version   int       `json:"version"`
-	ID        refs.ID   `json:"id"`
-	Mode      Mode      `json:"mode"`
-	Sandboxed bool      `json:"sandboxed"`
-	Provider  string    `json:"provider"`
-	State     State     `json:"state"`
-	Base      string    `json:"base"`
-	BaseRef   string    `json:"base_ref,omitempty"`
-	Branch    string    `json:"branch"`
-	Mission   string    `json:"mission,omitempty"`
-	Command   []string  `json:"command"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Version   int     `json:"version"`
+	ID        refs.ID `json:"id"`
+	Mode      Mode    `json:"mode"`
+	Sandboxed bool    `json:"sandboxed"`
+	Provider  string  `json:"provider"`
+	State     State   `json:"state"`
+	Base      string  `json:"base"`
+	BaseRef   string  `json:"base_ref,omitempty"`
+	// SnapshotOf is set when the base is a snapshot of uncommitted changes:
+	// the commit (HEAD then) that the snapshot's parent is.
+	SnapshotOf string    `json:"snapshot_of,omitempty"`
+	Branch     string    `json:"branch"`
+	Mission    string    `json:"mission,omitempty"`
+	Command    []string  `json:"command"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 	// Policy is the effective policy: names of credentials, never values.
 	Policy       *Effective `json:"policy"`
 	PolicyDigest string     `json:"policy_digest"`

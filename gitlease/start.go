@@ -24,7 +24,10 @@ type StartOptions struct {
 	Mode    Mode
 	Base    string // revision; "" means HEAD
 	Mission string
-	Command []string
+	// Snapshot makes the checkout's uncommitted changes an explicit
+	// snapshot commit on top of HEAD and uses it as the base.
+	Snapshot bool
+	Command  []string
 	// Output receives the agent's output live (nil: discarded).
 	Output io.Writer
 	// Progress receives one line per step (nil: discarded).
@@ -49,12 +52,26 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err != nil {
 		return nil, err
 	}
+	var snapshotOf string
+	if opts.Snapshot {
+		if opts.Base != "" && opts.Base != "HEAD" {
+			return nil, errors.New("--snapshot records the checkout's changes on top of HEAD: it cannot be combined with --base")
+		}
+		snapshotOf = base.String()
+		base, err = repo.Snapshot(ctx, "lease snapshot of uncommitted changes\n\nLease-Snapshot-Of: "+snapshotOf+"\n")
+		if err != nil {
+			return nil, err
+		}
+	}
 	policy, err := LoadPolicy(repo, base)
 	if err != nil {
 		return nil, err
 	}
 	provider, err := providerFor(opts.Mode, policy)
 	if err != nil {
+		return nil, err
+	}
+	if err := provider.Check(); err != nil {
 		return nil, err
 	}
 	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
@@ -73,7 +90,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
-		Command: opts.Command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(),
+		Command: opts.Command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
 	}}
 	progress := opts.Progress
 	if progress == nil {

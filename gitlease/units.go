@@ -58,3 +58,12 @@ func (s Size) MarshalText() ([]byte, error) {
 	}
 	return []byte("0"), nil
 }
+
+// String is the duration as written in policy files.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// String is the size as written in policy files.
+func (s Size) String() string {
+	b, _ := s.MarshalText()
+	return string(b)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -32,8 +33,9 @@ type Proc struct {
 	// Watch, polled while the agent runs, names a bound that is exceeded.
 	Watch func() string
 	// Finish, called after the process ended, may refine the exit (for
-	// example with the bound a cgroup saw) and release resources.
-	Finish func(*Exit)
+	// example with the bound a cgroup saw) and release resources. state
+	// is nil when the process could not be waited for.
+	Finish func(exit *Exit, state *os.ProcessState)
 	// Gate releases a process that was started held at a gate; when nil,
 	// Release starts the command itself.
 	Gate        func() error
@@ -86,7 +88,9 @@ func (p *Proc) Release() error {
 	p.out.release()
 	if !p.started {
 		if err := p.cmd.Start(); err != nil {
-			return fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
+			p.err = fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
+			close(p.done)
+			return p.err
 		}
 		p.started = true
 		go p.wait()
@@ -173,7 +177,7 @@ func (p *Proc) wait() {
 	exit.Bound = p.bound
 	p.mu.Unlock()
 	if p.Finish != nil {
-		p.Finish(&exit)
+		p.Finish(&exit, p.cmd.ProcessState)
 	}
 	if p.ctx.Err() != nil && exit.Bound == "" && p.err == nil {
 		p.err = p.ctx.Err()

@@ -71,6 +71,10 @@ type Provider interface {
 	Name() string
 	// Sandboxed reports whether the provider is a security boundary.
 	Sandboxed() bool
+	// Check reports, cheaply and before anything is created, whether the
+	// provider can run here; its error wraps ErrUnavailable and says how
+	// to fix what is missing.
+	Check() error
 	// Create prepares the workspace for spec.
 	Create(ctx context.Context, spec Spec) error
 	// Launch sets up the sandbox around cmd and holds the command at a

@@ -15,20 +15,22 @@ git config user.name "Demo Developer"
 git config user.email "demo@example.com"
 printf 'def greet(name):\n    return "hello " + name\n' > greet.py
 printf 'old notes\n' > NOTES.txt
-git add . && git commit -q -m "demo: initial commit"
-echo "uncommitted work of the developer" >> NOTES.txt   # never reaches the lease
-
-cat > "$demo/agent.sh" <<'AGENT'
+cat > agent.sh <<'AGENT'
 #!/bin/sh
-# A scripted stand-in for a coding agent: it edits, adds and deletes files.
+# A scripted stand-in for a coding agent: it looks around its sandbox, then
+# edits, adds and deletes files.
+echo "agent: I am $(id -un) in $(pwd); I see $(ls /proc | grep -c '^[0-9]') processes and these files: $(ls | tr '\n' ' ')"
+cat "$HOME/.ssh/id_rsa" 2>/dev/null || echo "agent: no ssh keys here"
 sed -i 's/hello /Hello, /' greet.py
 printf 'def test_greet():\n    assert greet("x") == "Hello, x"\n' > test_greet.py
 rm NOTES.txt
 echo "agent: done"
 AGENT
+git add . && git commit -q -m "demo: initial commit"
+echo "uncommitted work of the developer" >> NOTES.txt   # never reaches the lease
 
-echo "== git lease start (demo repository: $demo/repo)"
-id=$(git lease start --mode "${DEMO_MODE:-trusted_local}" -- sh "$demo/agent.sh")
+echo "== git lease start -- sh agent.sh   (a sandboxed lease; demo repository: $demo/repo)"
+id=$(git lease start -- sh agent.sh)
 echo "== git lease show $id"
 git lease show "$id"
 echo "== git lease diff $id"

@@ -50,6 +50,7 @@ Example:
 			showCommand(),
 			diffCommand(),
 			logsCommand(),
+			policyCommand(),
 			manCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},

@@ -55,7 +55,10 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	}
 	fmt.Fprintf(w, "mode:     %s\n", modeLabel(l))
 	base := l.Base
-	if l.BaseRef != "" {
+	switch {
+	case l.SnapshotOf != "":
+		base += fmt.Sprintf(" (snapshot of uncommitted changes on %s)", l.SnapshotOf[:12])
+	case l.BaseRef != "":
 		base += " (" + strings.TrimPrefix(l.BaseRef, "refs/heads/") + ")"
 	}
 	fmt.Fprintf(w, "base:     %s\n", base)

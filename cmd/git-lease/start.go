@@ -26,15 +26,16 @@ Example:
    git lease start --mode trusted_local -- sh -c 'echo hi > new.txt; rm old.txt'`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "mode", Value: string(gitlease.Sandboxed), Usage: "sandboxed or trusted_local"},
-			&cli.StringFlag{Name: "base", Value: "HEAD", Usage: "the committed revision the lease starts from"},
+			&cli.StringFlag{Name: "base", Usage: "the committed revision the lease starts from (default: HEAD)"},
 			&cli.StringFlag{Name: "mission", Usage: "the mission (task, ticket) this lease serves"},
+			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			opts := gitlease.StartOptions{
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
-				Mission: c.String("mission"), Command: c.Args().Slice(), Progress: os.Stderr,
+				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
 			}
 			if !c.Bool("quiet") {
 				opts.Output = os.Stderr

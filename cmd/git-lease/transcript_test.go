@@ -39,9 +39,10 @@ func TestMain(m *testing.M) {
 
 // transcriptEnv is the environment of every transcript: the built binary
 // first on PATH (so `git lease` finds it), a private HOME and config, pinned
-// identities and dates, and seeded lease IDs, so that output is stable.
-func transcriptEnv(t *testing.T, root string) {
-	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+// identities and dates, and seeded lease IDs, so that output is stable. It
+// is set again for each file, undoing what a transcript's setenv changed.
+func transcriptEnv(t *testing.T, root, path string) {
+	t.Setenv("PATH", binDir+string(os.PathListSeparator)+path)
 	refstest.Setenv(t)
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(root, "gitconfig"))
 	t.Setenv("HOME", filepath.Join(root, "home"))
@@ -57,8 +58,20 @@ func TestTranscripts(t *testing.T) {
 	ts.Commands["git-lease"] = cmdtest.Program(filepath.Join(binDir, "git-lease"))
 	ts.Commands["git"] = cmdtest.Program(lookPath(t, "git"))
 	ts.Commands["exists"] = existsCmd
+	gitPath := lookPath(t, "git")
+	path := os.Getenv("PATH")
 	ts.Setup = func(root string) error {
-		transcriptEnv(t, root)
+		transcriptEnv(t, root, path)
+		// ${ROOTDIR}/nobwrap is a PATH with git and git-lease but no bwrap.
+		nobwrap := filepath.Join(root, "nobwrap")
+		if err := os.Mkdir(nobwrap, 0o755); err != nil {
+			return err
+		}
+		for name, target := range map[string]string{"git": gitPath, "git-lease": filepath.Join(binDir, "git-lease")} {
+			if err := os.Symlink(target, filepath.Join(nobwrap, name)); err != nil {
+				return err
+			}
+		}
 		return os.WriteFile(filepath.Join(root, "gitconfig"), []byte("[init]\n\tdefaultBranch = main\n"), 0o644)
 	}
 	ts.Run(t, *update)

@@ -16,7 +16,7 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	a := []string{
 		"--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
 		"--hostname", "lease-" + spec.ID,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 	}
@@ -44,8 +44,15 @@ func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	if spec.Limits.DiskBytes > 0 {
 		a = append(a, "--size", tmpSize)
 	}
-	a = append(a, "--tmpfs", agentHome,
-		"--bind", d.merged, workDir, "--chdir", workDir, "--clearenv")
+	a = append(a, "--tmpfs", agentHome)
+	if spec.Limits.DiskBytes > 0 {
+		a = append(a, "--size", tmpSize)
+	}
+	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
+	// that nothing but /work, /tmp, the home and /dev/shm (all bounded) can
+	// be written.
+	a = append(a, "--tmpfs", "/dev/shm", "--bind", d.merged, workDir,
+		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workDir, "--clearenv")
 	for _, kv := range agentEnv(spec, cmd.Env) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
@@ -78,4 +85,3 @@ func agentEnv(spec sandbox.Spec, extra []string) []string {
 	}
 	return append(env, extra...)
 }
-

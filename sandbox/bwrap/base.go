@@ -14,7 +14,9 @@ import (
 )
 
 // Bases are exported once per tree hash into <BasesDir>/<tree>/tree and
-// shared, read-only, by every lease on that tree. <BasesDir>/<tree>/users
+// shared by every lease on that tree as the overlay's lower layer, which a
+// lease can never write: its writes land in its own upper directory. The
+// files keep their modes, because the agent sees them through the overlay. <BasesDir>/<tree>/users
 // holds one empty file per lease that uses it: the reference count. All
 // changes happen under an exclusive flock on <BasesDir>/.lock, and an export
 // becomes visible only by an atomic rename, so a half-written base is never
@@ -88,10 +90,6 @@ func exportBase(spec sandbox.Spec) error {
 		removeAll(tmp)
 		return fmt.Errorf("export base %s: %w", spec.BaseTree[:12], err)
 	}
-	if err := makeReadOnly(tree); err != nil {
-		removeAll(tmp)
-		return err
-	}
 	if err := os.Rename(tmp, basePath(spec)); err != nil {
 		removeAll(tmp)
 		return err
@@ -117,39 +115,6 @@ func releaseBase(spec sandbox.Spec) error {
 		}
 		return removeAll(dir)
 	})
-}
-
-// makeReadOnly removes every write bit under dir (files and directories),
-// without following symlinks.
-func makeReadOnly(dir string) error {
-	var dirs []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		if d.IsDir() {
-			dirs = append(dirs, p)
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return os.Chmod(p, info.Mode().Perm()&^0o222)
-	})
-	if err != nil {
-		return err
-	}
-	// Directories last, deepest first, so the walk itself is not locked out.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // removeAll removes a tree that may contain read-only directories (bases,

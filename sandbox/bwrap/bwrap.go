@@ -51,13 +51,19 @@ func layout(spec sandbox.Spec) dirs {
 	}
 }
 
-// Create checks that bwrap is installed, exports the base (once per tree)
-// and makes the lease's overlay directories. It is idempotent.
-func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
+// Check reports whether bwrap is installed and user namespaces are enabled.
+// (Whether overlayfs mounts in a user namespace shows only at Launch.)
+func (Provider) Check() error {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		return fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap), or use --mode trusted_local knowingly", sandbox.ErrUnavailable)
 	}
-	if err := checkUserNamespaces(); err != nil {
+	return checkUserNamespaces()
+}
+
+// Create exports the base (once per tree) and makes the lease's overlay
+// directories. It is idempotent.
+func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
+	if err := p.Check(); err != nil {
 		return err
 	}
 	if err := acquireBase(spec); err != nil {
@@ -102,11 +108,15 @@ func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 	return releaseBase(spec)
 }
 
-// gateScript holds the agent until the host writes to fd 5 (after it has
-// recorded every identity of the lease), having told the host on fd 4 that
-// the sandbox is fully set up. Both gate descriptors are closed before the
-// agent runs. (fd 3 carried the init its spec.)
-const gateScript = `printf r >&4 && exec 4>&- && read -r _ <&5 && exec 5<&- && exec "$@"; exit 125`
+// gateScript is the sandbox's PID 1 (bwrap --as-pid-1). It tells the host
+// on fd 4 that the sandbox is fully set up, holds the agent until the host
+// writes to fd 5 (after it has recorded every identity of the lease), and
+// closes both before the agent runs. It then runs the agent as its child
+// and waits for it, reaping orphans on the way, so that the agent's
+// resource usage (peak memory, CPU time) reaches the host with the exit
+// status. The agent's standard input is passed on explicitly because a
+// background job's would be /dev/null. (fd 3 carried the init its spec.)
+const gateScript = `printf r >&4 && exec 4>&- && read -r _ <&5 && exec 5<&- || exit 125; exec 3<&0; "$@" <&3 3<&- & wait $!`
 
 // Launch starts the sandbox around cmd and returns once it is fully set up
 // with the agent held at its gate, or fails with sandbox.ErrUnavailable and
@@ -220,4 +230,3 @@ func diagnose(out string) string {
 	}
 	return line
 }
-

@@ -26,7 +26,8 @@ type initSpec struct {
 
 type rlimit struct {
 	Resource int
-	Value    uint64
+	Soft     uint64
+	Hard     uint64
 }
 
 // Init runs as the sandbox's init and never returns: it reports a setup
@@ -63,7 +64,7 @@ func initSandbox() error {
 		return fmt.Errorf("mount overlay: %w (overlayfs in a user namespace needs Linux 5.11 or later)", err)
 	}
 	for _, l := range spec.Rlimits {
-		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Value, Max: l.Value}); err != nil {
+		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Soft, Max: l.Hard}); err != nil {
 			return fmt.Errorf("set rlimit %d: %w", l.Resource, err)
 		}
 	}

@@ -1,12 +1,15 @@
 package bwrap
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,9 +26,9 @@ type limiter struct {
 	upper  string
 	cg     *cgroup // nil: rlimits only
 
-	mu      sync.Mutex
-	pidns   string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
-	peakRSS int64
+	mu       sync.Mutex
+	pidns    string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
+	peakRSS  int64
 	diskBusy bool
 }
 
@@ -44,13 +47,17 @@ func (l *limiter) enforcement() string {
 // rlimits are set by the sandbox init, after its user namespace exists, so
 // that RLIMIT_NPROC counts the sandbox's processes only.
 func (l *limiter) rlimits() []rlimit {
-	out := []rlimit{{unix.RLIMIT_CORE, 0}}
+	out := []rlimit{{unix.RLIMIT_CORE, 0, 0}}
 	add := func(res int, v int64) {
 		if v > 0 {
-			out = append(out, rlimit{res, uint64(v)})
+			out = append(out, rlimit{res, uint64(v), uint64(v)})
 		}
 	}
-	add(unix.RLIMIT_CPU, int64(l.limits.CPU.Seconds()))
+	if cpu := int64(l.limits.CPU.Seconds()); cpu > 0 {
+		// SIGXCPU at the limit, SIGKILL a second later for an agent that
+		// ignores it.
+		out = append(out, rlimit{unix.RLIMIT_CPU, uint64(cpu), uint64(cpu + 1)})
+	}
 	add(unix.RLIMIT_FSIZE, l.limits.DiskBytes)
 	if l.limits.Processes > 0 {
 		// bwrap, its reaper and the gate shell are processes too.
@@ -152,28 +159,40 @@ func (l *limiter) watchProcesses() string {
 }
 
 // finish names the bound behind a failure that the kernel enforced by
-// refusing (an allocation or a fork) rather than by a kill the host saw,
-// and removes the cgroup.
-func (l *limiter) finish(exit *sandbox.Exit) {
+// refusing or signalling (an allocation, a fork, CPU time, file size) rather
+// than by a kill the host decided, and removes the cgroup. Signals reach the
+// host as bwrap's exit code 128+n.
+func (l *limiter) finish(exit *sandbox.Exit, state *os.ProcessState) {
 	if l.cg != nil {
 		if exit.Bound == "" {
 			exit.Bound = l.cg.bound()
 		}
 		l.cg.remove()
 	}
-	if exit.Bound == "" && exit.Signal == "SIGXCPU" {
-		exit.Bound = sandbox.BoundCPU
-	}
-	if exit.Bound == "" && exit.Signal == "SIGXFSZ" {
-		exit.Bound = sandbox.BoundDisk
-	}
 	l.mu.Lock()
 	peak := l.peakRSS
 	l.mu.Unlock()
-	if exit.Bound == "" && exit.Code != 0 && l.limits.MemoryBytes > 0 && peak*4 >= l.limits.MemoryBytes*3 {
-		exit.Bound = sandbox.BoundMemory
+	var cpu time.Duration
+	if state != nil {
+		if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+			peak = max(peak, ru.Maxrss*1024) // the largest process of the whole tree, in KiB
+		}
+		cpu = state.UserTime() + state.SystemTime()
 	}
-	if exit.Bound == "" && l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes {
+	switch {
+	case exit.Bound != "":
+	case exit.Signal == "SIGXCPU" || exit.Code == 128+int(syscall.SIGXCPU),
+		exit.Code != 0 && l.limits.CPU > 0 && cpu >= l.limits.CPU:
+		exit.Bound = sandbox.BoundCPU
+	case exit.Signal == "SIGXFSZ" || exit.Code == 128+int(syscall.SIGXFSZ):
+		exit.Bound = sandbox.BoundDisk
+	case exit.Code != 0 && l.limits.MemoryBytes > 0 && peak*2 >= l.limits.MemoryBytes:
+		// Under rlimits an allocation past the bound fails instead of
+		// being killed; allocators grow by doubling, so a failed agent
+		// that got past half its bound ran into it.
+		exit.Bound = sandbox.BoundMemory
+		exit.Detail = fmt.Sprintf("peak resident memory %d MiB of %d MiB", peak>>20, l.limits.MemoryBytes>>20)
+	case l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes:
 		exit.Bound = sandbox.BoundDisk
 	}
 }

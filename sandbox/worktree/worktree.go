@@ -20,6 +20,9 @@ func (Provider) Name() string { return "worktree" }
 // Sandboxed is false: nothing separates the agent from the user's account.
 func (Provider) Sandboxed() bool { return false }
 
+// Check succeeds: the worktree provider needs nothing.
+func (Provider) Check() error { return nil }
+
 // Create does nothing: the review worktree is the workspace.
 func (Provider) Create(context.Context, sandbox.Spec) error { return nil }
 

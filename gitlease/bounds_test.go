@@ -1,0 +1,101 @@
+package gitlease
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBoundsStopTheAgent runs agents that try to exceed each bound and
+// checks that each is stopped soon, ends failed, and names the bound.
+func TestBoundsStopTheAgent(t *testing.T) {
+	cases := []struct{ name, policy, script, bound string }{
+		{"wall time", `wall = "2s"`, "sleep 60", "wall"},
+		{"output", `output = "64KiB"`, "yes", "output"},
+		{"processes", `processes = 20`, "for i in $(seq 200); do sleep 60 & done; wait", "processes"},
+		{"memory", `memory = "64MiB"`, "exec tail /dev/zero", "memory"},
+		{"disk, one big file", `disk = "8MiB"`, "exec head -c 64M /dev/zero > big", "disk"},
+		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
+		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},
+		{"cpu time", `cpu = "1s"`, "while :; do :; done", "cpu"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\n"+tc.policy+"\n")
+			began := time.Now()
+			x, out := runAgent(t, repo, tc.script)
+			took := time.Since(began)
+			if x.Lease.State != Failed || x.Lease.Agent == nil || x.Lease.Agent.Bound != tc.bound {
+				t.Fatalf("state %s, agent %+v, reason %q; want failed at the %s bound\n%.2000s", x.Lease.State, x.Lease.Agent, x.Lease.Reason, tc.bound, out)
+			}
+			if took > 30*time.Second {
+				t.Fatalf("the agent was stopped only after %s", took)
+			}
+		})
+	}
+}
+
+// TestSandboxAsUnprivilegedUser runs the sandbox tests again as an ordinary
+// user, as people run git-lease, when the tests run as root (as CI does).
+// The user is created if missing.
+func TestSandboxAsUnprivilegedUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("already unprivileged: the sandbox tests ran as this user")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const name = "gitlease-test"
+	u, err := user.Lookup(name)
+	if err != nil {
+		if out, err := exec.Command("useradd", "--system", "--user-group", "--no-create-home", name).CombinedOutput(); err != nil {
+			t.Skipf("cannot create an unprivileged user: %v %s", err, out)
+		}
+		if u, err = user.Lookup(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir, err := os.MkdirTemp("", "git-lease-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chown(dir, uid, gid))
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gitlease.test")
+	must(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestConcurrent|TestBounds)", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandbox tests as %s (uid %d): %v\n%s", name, uid, err, out)
+	}
+	t.Logf("as %s (uid %d): %s", name, uid, lastLine(out))
+}
+
+func lastLine(b []byte) string {
+	s := string(b)
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return fmt.Sprint(s)
+}

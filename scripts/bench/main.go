@@ -1,0 +1,204 @@
+// Command bench measures a sandboxed lease against plain git doing the same
+// work, side by side in one run, on generated repositories of 1k, 10k and
+// 100k files:
+//
+//   - git:        git worktree add, edit 10 files, git add -A && git commit
+//   - lease cold: git lease start (first lease on that base: the base is
+//     exported), the agent edits the same 10 files, up to review
+//   - lease warm: the same on a base another lease already exported
+//
+// It reports the median wall time of each, the warm/git and cold/git
+// ratios, the sandbox start latency (from invoking git lease to the agent's
+// first instruction) and the peak resident memory of the largest process.
+//
+//	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3]
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var (
+	sizes = flag.String("sizes", "1000,10000,100000", "repository sizes in files")
+	runs  = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	tmp, err := os.MkdirTemp("", "git-lease-bench-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "bin")
+	check(os.Mkdir(bin, 0o755))
+	run("", nil, "go", "build", "-o", filepath.Join(bin, "git-lease"), "./cmd/git-lease")
+	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_CONFIG_GLOBAL=" + filepath.Join(tmp, "gitconfig"),
+		"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config")}
+	check(os.WriteFile(filepath.Join(tmp, "gitconfig"), []byte("[user]\n\tname = Bench\n\temail = bench@example.com\n"), 0o644))
+
+	fmt.Printf("%-8s %-11s %10s %10s %8s %14s %12s\n", "files", "what", "median", "vs git", "runs", "start→agent", "peak RSS")
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(s)
+		check(err)
+		repo := generate(tmp, n, env)
+		git := measure(*runs, func(i int) sample { return gitBaseline(repo, i, env) })
+		cold := measure(*runs, func(i int) sample { return lease(repo, env, true) })
+		warm := measure(*runs, func(i int) sample { return lease(repo, env, false) })
+		for _, row := range []struct {
+			what string
+			m    sample
+		}{{"git", git}, {"lease cold", cold}, {"lease warm", warm}} {
+			ratio, start := "", ""
+			if row.what != "git" {
+				ratio = fmt.Sprintf("%.2fx", row.m.wall.Seconds()/git.wall.Seconds())
+				start = row.m.start.Round(time.Millisecond).String()
+			}
+			fmt.Printf("%-8d %-11s %10s %10s %8d %14s %9.1f MiB\n", n, row.what, row.m.wall.Round(time.Millisecond), ratio, *runs, start, float64(row.m.rss)/(1<<20))
+		}
+	}
+}
+
+type sample struct {
+	wall, start time.Duration
+	rss         int64
+}
+
+// measure returns the median wall time and start latency, and the largest peak RSS.
+func measure(n int, f func(i int) sample) sample {
+	var walls, starts []time.Duration
+	var rss int64
+	for i := 0; i < n; i++ {
+		s := f(i)
+		walls, starts = append(walls, s.wall), append(starts, s.start)
+		rss = max(rss, s.rss)
+	}
+	return sample{median(walls), median(starts), rss}
+}
+
+func median(d []time.Duration) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[len(d)/2]
+}
+
+// edited are the 10 files both sides edit.
+func edited(n int) []string {
+	var out []string
+	for i := 0; i < 10; i++ {
+		k := i * n / 10
+		out = append(out, fmt.Sprintf("d%04d/f%06d.txt", k/100, k))
+	}
+	return out
+}
+
+// generate makes a repository of n files (100 per directory, about 100
+// bytes each) with git fast-import, and checks it out.
+func generate(tmp string, n int, env []string) string {
+	repo := filepath.Join(tmp, fmt.Sprintf("repo-%d", n))
+	run("", env, "git", "init", "-q", "-b", "main", repo)
+	var stream bytes.Buffer
+	stream.WriteString("commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 4\nbase\n")
+	for i := 0; i < n; i++ {
+		content := fmt.Sprintf("file %d\n%s\n", i, strings.Repeat("lorem ipsum ", 7))
+		fmt.Fprintf(&stream, "M 100644 inline d%04d/f%06d.txt\ndata %d\n%s\n", i/100, i, len(content), content)
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir, cmd.Env, cmd.Stdin = repo, append(os.Environ(), env...), &stream
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	run(repo, env, "git", "checkout", "-q", "-f", "main")
+	return repo
+}
+
+func gitBaseline(repo string, i int, env []string) sample {
+	wt := filepath.Join(filepath.Dir(repo), fmt.Sprintf("wt-%s-%d", filepath.Base(repo), i))
+	script := fmt.Sprintf("git worktree add -q -b bench-%d %s main && cd %s && for f in %s; do echo edit >> $f; done && git add -A && git commit -q -m edit",
+		i, wt, wt, strings.Join(edited(countFiles(repo)), " "))
+	s := timed(repo, env, "sh", "-c", script)
+	run(repo, env, "git", "worktree", "remove", "--force", wt)
+	return s.sample
+}
+
+func lease(repo string, env []string, cold bool) sample {
+	if cold {
+		removeAll(filepath.Join(repo, ".git", "lease", "bases"))
+	}
+	agent := fmt.Sprintf("echo T=$(date +%%s%%N); for f in %s; do echo edit >> $f; done", strings.Join(edited(countFiles(repo)), " "))
+	began := time.Now()
+	s := timed(repo, env, "git", "lease", "start", "--", "sh", "-c", agent)
+	i := bytes.Index(s.out, []byte("T="))
+	if i < 0 {
+		log.Fatalf("the agent did not report its start:\n%s", s.out)
+	}
+	ns, _ := strconv.ParseInt(string(bytes.Fields(s.out[i+2:])[0]), 10, 64)
+	s.start = time.Unix(0, ns).Sub(began)
+	return s.sample
+}
+
+type timedRun struct {
+	sample
+	out []byte
+}
+
+// timed runs a command and reports its wall time and the peak RSS of its
+// largest process (its own or a descendant's).
+func timed(dir string, env []string, name string, args ...string) timedRun {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(began)
+	if err != nil {
+		log.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return timedRun{sample{wall: wall, rss: ru.Maxrss * 1024}, out}
+}
+
+var files = map[string]int{}
+
+func countFiles(repo string) int {
+	if n, ok := files[repo]; ok {
+		return n
+	}
+	n, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(repo), "repo-"))
+	files[repo] = n
+	return n
+}
+
+// removeAll removes a tree whose directories may be read-only.
+func removeAll(dir string) {
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}
+
+func run(dir string, env []string, name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
