@@ -17,12 +17,31 @@ type collected struct {
 	Tree     plumbing.Hash
 	Manifest *verify.Manifest
 	Patch    []byte
+	// entries are the delta's entries by path, as lstat saw them.
+	entries map[string]sandbox.Entry
 }
 
-// collect builds the result tree from the base tree and the delta, on the
-// host, with lstat only: it never follows a link and never runs git inside
-// the delta. Empty directories are ignored, as git ignores them.
-func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox.Delta) (*collected, error) {
+// scan lists a delta's entries with lstat only.
+func scan(ctx context.Context, d sandbox.Delta) ([]sandbox.Entry, error) {
+	var out []sandbox.Entry
+	err := sandbox.Walk(d, func(e sandbox.Entry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("collect: %w", err)
+	}
+	return out, nil
+}
+
+// build stores the delta's files as blobs and builds the result tree from
+// the base tree, on the host: it never follows a link and never runs git
+// inside the delta. Empty directories are ignored, as git ignores them.
+// Entries must have passed precheck: no special files, no oversize files.
+func build(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox.Delta, entries []sandbox.Entry) (*collected, error) {
 	baseCommit, err := repo.Commit(base)
 	if err != nil {
 		return nil, err
@@ -31,10 +50,12 @@ func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox
 	if d.Layout == sandbox.Full {
 		edits = append(edits, refs.TreeEdit{Path: "", Delete: true})
 	}
-	err = sandbox.Walk(d, func(e sandbox.Entry) error {
+	byPath := make(map[string]sandbox.Entry, len(entries))
+	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
+		byPath[e.Path] = e
 		switch e.Kind {
 		case sandbox.Whiteout:
 			edits = append(edits, refs.TreeEdit{Path: e.Path, Delete: true})
@@ -45,13 +66,13 @@ func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox
 		case sandbox.Symlink:
 			h, err := repo.WriteBlob([]byte(e.Target))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			edits = append(edits, refs.TreeEdit{Path: e.Path, Mode: filemode.Symlink, Hash: h})
 		case sandbox.File:
 			h, err := storeFile(repo, d, e)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("collect: %w", err)
 			}
 			mode := filemode.Regular
 			if e.Mode&0o100 != 0 {
@@ -59,18 +80,29 @@ func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox
 			}
 			edits = append(edits, refs.TreeEdit{Path: e.Path, Mode: mode, Hash: h})
 		default:
-			return fmt.Errorf("%s: a %s cannot be part of a result", e.Path, e.Kind)
+			return nil, fmt.Errorf("collect: %s: a %s cannot be part of a result", e.Path, e.Kind)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("collect: %w", err)
 	}
 	tree, err := repo.WriteTreeOrEmpty(baseCommit.TreeHash, edits)
 	if err != nil {
 		return nil, err
 	}
-	return describe(ctx, repo, base, baseCommit.TreeHash, tree)
+	c, err := describe(ctx, repo, base, baseCommit.TreeHash, tree)
+	if err != nil {
+		return nil, err
+	}
+	c.entries = byPath
+	return c, nil
+}
+
+// collect is scan and build for a delta that needs no verification
+// (tests of the collector itself).
+func collect(ctx context.Context, repo *refs.Repo, base plumbing.Hash, d sandbox.Delta) (*collected, error) {
+	entries, err := scan(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, repo, base, d, entries)
 }
 
 // storeFile hashes a file of the delta and writes it as a blob unless the

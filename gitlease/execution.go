@@ -139,3 +139,11 @@ func (x *Execution) Output() ([]byte, error) {
 	}
 	return b, err
 }
+
+// CheckLog returns the bounded log of check n (from 1) from the lease log.
+func (x *Execution) CheckLog(n int) ([]byte, error) {
+	if x.Lease.Result == nil || n < 1 || n > len(x.Lease.Result.Checks) {
+		return nil, fmt.Errorf("lease %s has no check %d", x.Lease.ID, n)
+	}
+	return x.Repo.ReadFile(x.Tip, x.Lease.Result.Checks[n-1].Log, maxStoredLog*2)
+}

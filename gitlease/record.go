@@ -50,10 +50,29 @@ type Lease struct {
 	Enforcement string `json:"enforcement,omitempty"`
 	// Reason says why the lease failed, was quarantined or canceled.
 	Reason string `json:"reason,omitempty"`
+	// Checks and Artifacts are what start was asked for beyond policy:
+	// extra check commands, and workspace files to keep.
+	Checks    []string `json:"checks,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"`
 	// Agent is how the agent's run ended.
 	Agent *AgentRun `json:"agent,omitempty"`
 	// Result is the collected result, once there is one.
 	Result *Result `json:"result,omitempty"`
+	// Findings are the security findings about this lease: rejected
+	// paths, refused connections. They are also in findings.json.
+	Findings []verify.Finding `json:"findings,omitempty"`
+	// Receipts are the identities of the provider and supervisor that ran
+	// the lease, as they reported them.
+	Receipts []Receipt `json:"receipts,omitempty"`
+}
+
+// Receipt is one identity bound to the lease: what ran it and how it
+// enforced the lease's bounds. Public identifiers only.
+type Receipt struct {
+	Kind   string `json:"kind"` // "provider" or "supervisor"
+	Name   string `json:"name"` // bwrap, worktree, crabbox, headless, herdr …
+	ID     string `json:"id"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // AgentRun records the agent's run.
@@ -75,6 +94,33 @@ type Result struct {
 	Tree        string              `json:"tree"`
 	Manifest    []verify.FileChange `json:"manifest"`
 	PatchDigest string              `json:"patch_digest"`
+	// Checks ran in a fresh sandbox seeded from the result commit.
+	Checks []CheckResult `json:"checks"`
+	// Artifacts are the declared workspace files kept in the log.
+	Artifacts []Artifact `json:"artifacts"`
+}
+
+// CheckResult is one declared check's outcome.
+type CheckResult struct {
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"`
+	Passed   bool   `json:"passed"`
+	// Skipped says why the check could not run (no sandbox available).
+	Skipped    string `json:"skipped,omitempty"`
+	Bound      string `json:"bound,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Log        string `json:"log"` // path in the lease log
+	LogBytes   int64  `json:"log_bytes"`
+}
+
+// Artifact is a declared output file copied out of the sandbox.
+type Artifact struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+	Stored string `json:"stored,omitempty"` // path in the lease log
+	// Missing says why the file was not kept (absent, too large, not a file).
+	Missing string `json:"missing,omitempty"`
 }
 
 // Files in the log tree.
@@ -82,8 +128,23 @@ const (
 	recordFile   = "lease.json"
 	manifestFile = "result/manifest.json"
 	patchFile    = "result/patch.diff"
+	resultFile   = "result/result.json"
+	deltaFile    = "result/delta.txt"
+	findingsFile = "findings.json"
 	outputFile   = "output/agent.log"
 )
+
+// resultVersion is the version of result/result.json.
+const resultVersion = 1
+
+// marshalResult is result/result.json: the typed result with its version.
+func (r *Result) marshal() []byte {
+	b, _ := json.MarshalIndent(struct {
+		Version int `json:"version"`
+		*Result
+	}{resultVersion, r}, "", "  ")
+	return append(b, '\n')
+}
 
 func (l *Lease) marshal() []byte {
 	b, _ := json.MarshalIndent(l, "", "  ")

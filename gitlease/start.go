@@ -16,7 +16,6 @@ import (
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/sandbox/worktree"
-	"github.com/git-lease/git-lease/verify"
 )
 
 // StartOptions are the inputs of git lease start.
@@ -27,7 +26,10 @@ type StartOptions struct {
 	// Snapshot makes the checkout's uncommitted changes an explicit
 	// snapshot commit on top of HEAD and uses it as the base.
 	Snapshot bool
-	Command  []string
+	// Checks are extra check commands; Artifacts, workspace files to keep.
+	Checks    []string
+	Artifacts []string
+	Command   []string
 	// Output receives the agent's output live (nil: discarded).
 	Output io.Writer
 	// Progress receives one line per step (nil: discarded).
@@ -91,6 +93,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
 		Command: opts.Command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
+		Checks: opts.Checks, Artifacts: opts.Artifacts,
 	}}
 	progress := opts.Progress
 	if progress == nil {
@@ -241,44 +244,6 @@ func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.
 	fault("start:collecting")
 	fmt.Fprintf(progress, "lease %s: agent exited %d; collecting\n", x.Lease.ID, exit.Code)
 	return x.collectAndVerify(ctx, provider.Delta(spec), progress)
-}
-
-// collectAndVerify computes the result on the host and moves the lease to
-// review (or failed, when the agent failed or hit a bound).
-func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progress io.Writer) error {
-	base := plumbing.NewHash(x.Lease.Base)
-	c, err := collect(ctx, x.Repo, base, d)
-	if err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base},
-		fmt.Sprintf("lease %s: %s\n\nLease-ID: %s\nLease-Base: %s\n", x.Lease.ID, summarize(c.Manifest.Files), x.Lease.ID, base))
-	if err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	result := &Result{
-		Status: "ok", Summary: summarize(c.Manifest.Files), Base: x.Lease.Base, Commit: commit.String(),
-		Tree: c.Tree.String(), Manifest: c.Manifest.Files, PatchDigest: verify.PatchDigest(c.Patch),
-	}
-	files := map[string][]byte{manifestFile: c.Manifest.Marshal(), patchFile: c.Patch}
-	if reason := x.Lease.Agent.failure(); reason != "" {
-		result.Status = "failed"
-		return x.Move(ctx, Failed, func(l *Lease) { l.Result, l.Reason = result, reason }, files)
-	}
-	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
-		return err
-	}
-	fault("start:verifying")
-	branch := refs.RefUpdate{Name: x.Lease.ID.BranchRef(), Old: base, New: commit}
-	if err := x.Move(ctx, Review, nil, nil, branch); err != nil {
-		return err
-	}
-	fault("start:review")
-	if err := x.checkoutReview(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(progress, "lease %s: review: %s\n", x.Lease.ID, result.Summary)
-	return nil
 }
 
 // failure says why an agent run counts as failed, or "" when it succeeded.

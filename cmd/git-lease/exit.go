@@ -36,6 +36,10 @@ func exitCode(err error) int {
 	if errors.Is(err, errLeaseFailed) {
 		return exitFailed
 	}
+	if errors.Is(err, errReviewMismatch) {
+		fail(err)
+		return exitFailed
+	}
 	var ue usageError
 	var ce cli.ExitCoder
 	switch {

@@ -17,7 +17,9 @@ copy kept in the lease log (the head and the tail, the middle elided with a
 count).
 
 Example:
-   git lease logs 3f9c`,
+   git lease logs 3f9c
+   git lease logs --check 1 3f9c`,
+		Flags: []cli.Flag{&cli.IntFlag{Name: "check", Usage: "print the log of check N instead"}},
 		Action: func(c *cli.Context) error {
 			id, err := oneID(c)
 			if err != nil {
@@ -31,7 +33,12 @@ Example:
 			if err != nil {
 				return err
 			}
-			out, err := x.Output()
+			var out []byte
+			if n := c.Int("check"); n > 0 {
+				out, err = x.CheckLog(n)
+			} else {
+				out, err = x.Output()
+			}
 			if err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ func runLs(mission string, asJSON bool) error {
 	for _, l := range list {
 		summary := l.Reason
 		if l.Result != nil && l.State != gitlease.Failed {
-			summary = l.Result.Summary
+			summary = l.Result.Summary + checksNote(l.Result.Checks)
 		}
 		mission := l.Mission
 		if mission == "" {
@@ -62,4 +62,21 @@ func runLs(mission string, asJSON bool) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.State, l.Mode, l.Base[:12], mission, summary)
 	}
 	return w.Flush()
+}
+
+// checksNote flags failing checks in a listing: " (1 check FAILED)".
+func checksNote(checks []gitlease.CheckResult) string {
+	failed := 0
+	for _, c := range checks {
+		if !c.Passed {
+			failed++
+		}
+	}
+	switch failed {
+	case 0:
+		return ""
+	case 1:
+		return " (1 check FAILED)"
+	}
+	return fmt.Sprintf(" (%d checks FAILED)", failed)
 }

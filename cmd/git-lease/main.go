@@ -51,9 +51,12 @@ Example:
 			diffCommand(),
 			logsCommand(),
 			policyCommand(),
+			reviewCommand(),
+			findingsCommand(),
 			manCommand(),
 		},
-		ExitErrHandler: func(*cli.Context, error) {},
+		ExitErrHandler:            func(*cli.Context, error) {},
+		DisableSliceFlagSeparator: true,
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(os.Stderr, "git-lease: '%s' is not a git lease command. See 'git lease --help'.\n", name)
 			os.Exit(exitUsage)

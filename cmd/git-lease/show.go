@@ -47,6 +47,8 @@ func runShow(prefix string, asJSON bool) error {
 	return nil
 }
 
+// printLease leads with what a reviewer needs: state and why, mode, base,
+// failing checks, the files changed, findings; then where to look.
 func printLease(w io.Writer, x *gitlease.Execution) {
 	l := x.Lease
 	fmt.Fprintf(w, "lease %s: %s\n", l.ID, l.State)
@@ -62,6 +64,28 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		base += " (" + strings.TrimPrefix(l.BaseRef, "refs/heads/") + ")"
 	}
 	fmt.Fprintf(w, "base:     %s\n", base)
+	if r := l.Result; r != nil {
+		if len(r.Checks) > 0 {
+			fmt.Fprintf(w, "checks:   %s\n", checksLine(r.Checks))
+			for i, c := range r.Checks {
+				fmt.Fprintf(w, "  %-4s %s%s\n", checkMark(c), c.Command, checkDetail(c, i+1, string(l.ID)))
+			}
+		}
+		fmt.Fprintf(w, "result:   %s (%s)\n", r.Summary, r.Status)
+		for _, f := range r.Manifest {
+			fmt.Fprintf(w, "  %s %s\n", f.Status, f.Path)
+		}
+	}
+	if len(l.Findings) > 0 {
+		fmt.Fprintf(w, "findings: %d (git lease findings %s)\n", len(l.Findings), l.ID.Short())
+		for i, f := range l.Findings {
+			if i == 10 {
+				fmt.Fprintf(w, "  … and %d more\n", len(l.Findings)-i)
+				break
+			}
+			fmt.Fprintf(w, "  %s %s %q: %s\n", f.Severity, f.Rule, f.Path, f.Detail)
+		}
+	}
 	fmt.Fprintf(w, "branch:   %s\n", l.Branch)
 	fmt.Fprintf(w, "worktree: %s\n", x.Worktree())
 	if l.Mission != "" {
@@ -74,11 +98,57 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	if a := l.Agent; a != nil {
 		fmt.Fprintf(w, "agent:    exited %d, %d bytes of output\n", a.Code, a.OutputBytes)
 	}
-	if r := l.Result; r != nil {
-		fmt.Fprintf(w, "result:   %s (%s)\n", r.Summary, r.Status)
-		for _, f := range r.Manifest {
-			fmt.Fprintf(w, "  %s %s\n", f.Status, f.Path)
-		}
+	if r := l.Result; r != nil && r.PatchDigest != "" {
 		fmt.Fprintf(w, "patch:    %s\n", r.PatchDigest)
 	}
+	for _, a := range resultArtifacts(l) {
+		if a.Missing != "" {
+			fmt.Fprintf(w, "artifact: %s (not kept: %s)\n", a.Path, a.Missing)
+		} else {
+			fmt.Fprintf(w, "artifact: %s (%d bytes, sha256:%s)\n", a.Path, a.Size, a.SHA256)
+		}
+	}
+}
+
+func resultArtifacts(l *gitlease.Lease) []gitlease.Artifact {
+	if l.Result == nil {
+		return nil
+	}
+	return l.Result.Artifacts
+}
+
+// checksLine puts failures first: "1 of 2 FAILED" or "2 passed".
+func checksLine(checks []gitlease.CheckResult) string {
+	failed := 0
+	for _, c := range checks {
+		if !c.Passed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Sprintf("%d of %d FAILED", failed, len(checks))
+	}
+	return fmt.Sprintf("%d passed", len(checks))
+}
+
+func checkMark(c gitlease.CheckResult) string {
+	switch {
+	case c.Skipped != "":
+		return "SKIP"
+	case c.Passed:
+		return "pass"
+	}
+	return "FAIL"
+}
+
+func checkDetail(c gitlease.CheckResult, n int, id string) string {
+	switch {
+	case c.Skipped != "":
+		return " (" + c.Skipped + ")"
+	case c.Bound != "":
+		return fmt.Sprintf(" (stopped at the %s bound; git lease logs --check %d %s)", c.Bound, n, id[:8])
+	case !c.Passed:
+		return fmt.Sprintf(" (exit %d; git lease logs --check %d %s)", c.ExitCode, n, id[:8])
+	}
+	return ""
 }

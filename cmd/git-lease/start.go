@@ -29,6 +29,8 @@ Example:
 			&cli.StringFlag{Name: "base", Usage: "the committed revision the lease starts from (default: HEAD)"},
 			&cli.StringFlag{Name: "mission", Usage: "the mission (task, ticket) this lease serves"},
 			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
+			&cli.StringSliceFlag{Name: "check", Usage: "a check command to run against the result in a fresh sandbox (repeatable)"},
+			&cli.StringSliceFlag{Name: "artifact", Usage: "a workspace file to keep in the lease log, bounded (repeatable)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
 			jsonFlag,
 		},
@@ -36,6 +38,7 @@ Example:
 			opts := gitlease.StartOptions{
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
 				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
+				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
 			}
 			if !c.Bool("quiet") {
 				opts.Output = os.Stderr

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/refs"
+)
+
+func findingsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "findings",
+		Usage:     "list security findings: rejected results, refused connections",
+		ArgsUsage: "[ID]",
+		Description: `Findings lists, across leases (or for one), every rule a result broke and every
+refused connection, with its severity and path, from the lease logs. An escape
+attempt is never just a log line.
+
+Example:
+   git lease findings --json`,
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 {
+				return usagef("findings takes at most one lease ID")
+			}
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			var only []refs.ID
+			if c.NArg() == 1 {
+				id, err := repo.ResolveID(c.Args().First())
+				if err != nil {
+					return err
+				}
+				only = append(only, id)
+			}
+			list, err := gitlease.Findings(repo, only...)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(os.Stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Println("no findings")
+				return nil
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "LEASE\tSEVERITY\tRULE\tPATH\tDETAIL")
+			for _, f := range list {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%q\t%s\n", f.Lease, f.Severity, f.Rule, f.Path, f.Detail)
+			}
+			return w.Flush()
+		},
+	}
+}

@@ -1,0 +1,178 @@
+package gitlease
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// collectAndVerify computes the result on the host, verifies it, runs the
+// declared checks against it and moves the lease to review with the review
+// branch at the result. A result that breaks a rule is quarantined: its
+// findings and evidence are recorded, nothing is materialized and the
+// branch stays at the base. An agent that failed leaves a failed lease that
+// still records what it changed.
+func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progress io.Writer) error {
+	base := plumbing.NewHash(x.Lease.Base)
+	vp := x.Lease.Policy.verifyPolicy()
+	entries, err := scan(ctx, d)
+	if err != nil {
+		return x.fail(ctx, err.Error(), err)
+	}
+	artifacts, artifactFiles := keepArtifacts(d, entries, x.Lease.Artifacts)
+	files := map[string][]byte{}
+	for k, v := range artifactFiles {
+		files[k] = v
+	}
+	result := &Result{Base: x.Lease.Base, Checks: []CheckResult{}, Artifacts: artifacts, Manifest: []verify.FileChange{}}
+	findings := precheck(vp, d.Layout, entries)
+	var c *collected
+	if len(findings) == 0 {
+		if c, err = build(ctx, x.Repo, base, d, entries); err != nil {
+			return x.fail(ctx, err.Error(), err)
+		}
+		commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base},
+			fmt.Sprintf("lease %s: %s\n\nLease-ID: %s\nLease-Base: %s\n", x.Lease.ID, summarize(c.Manifest.Files), x.Lease.ID, base))
+		if err != nil {
+			return x.fail(ctx, err.Error(), err)
+		}
+		result.Summary, result.Commit, result.Tree = summarize(c.Manifest.Files), commit.String(), c.Tree.String()
+		result.Manifest, result.PatchDigest = c.Manifest.Files, verify.PatchDigest(c.Patch)
+		files[manifestFile], files[patchFile] = c.Manifest.Marshal(), c.Patch
+		if findings, err = checkResult(x.Repo, vp, c); err != nil {
+			return x.fail(ctx, err.Error(), err)
+		}
+	}
+	if len(findings) > 0 {
+		return x.quarantine(ctx, result, findings, entries, files, progress)
+	}
+	if reason := x.Lease.Agent.failure(); reason != "" {
+		result.Status = "failed"
+		files[resultFile] = result.marshal()
+		return x.Move(ctx, Failed, func(l *Lease) { l.Result, l.Reason = result, reason }, files)
+	}
+	result.Status = "ok"
+	files[resultFile] = result.marshal()
+	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
+		return err
+	}
+	fault("start:verifying")
+	checks, checkFiles := x.runChecks(ctx, plumbing.NewHash(result.Tree), progress)
+	result.Checks = checks
+	checkFiles[resultFile] = result.marshal()
+	branch := refs.RefUpdate{Name: x.Lease.ID.BranchRef(), Old: base, New: plumbing.NewHash(result.Commit)}
+	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = result }, checkFiles, branch); err != nil {
+		return err
+	}
+	fault("start:review")
+	if err := x.checkoutReview(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "lease %s: review: %s%s\n", x.Lease.ID, result.Summary, checkSummary(checks))
+	return nil
+}
+
+// quarantine records a result that broke the rules: the findings (in the
+// record and in findings.json, so that git lease findings lists them), the
+// manifest and patch when they could be computed, else a listing of the
+// delta, and the artifacts. The review branch is not moved.
+func (x *Execution) quarantine(ctx context.Context, result *Result, findings []verify.Finding, entries []sandbox.Entry, files map[string][]byte, progress io.Writer) error {
+	result.Status = "quarantined"
+	if result.Summary == "" {
+		result.Summary = fmt.Sprintf("rejected before collection: %d entries in the delta", len(entries))
+		files[deltaFile] = listDelta(entries)
+	}
+	files[resultFile] = result.marshal()
+	all := append(append([]verify.Finding{}, x.Lease.Findings...), findings...)
+	fj, _ := json.MarshalIndent(all, "", "  ")
+	files[findingsFile] = append(fj, '\n')
+	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error())
+	if agent := x.Lease.Agent.failure(); agent != "" {
+		reason += "; also " + agent
+	}
+	err := x.Move(ctx, Quarantined, func(l *Lease) { l.Findings, l.Reason = all, reason }, nil)
+	if err == nil {
+		fmt.Fprintf(progress, "lease %s: quarantined: %s\n", x.Lease.ID, reason)
+	}
+	return err
+}
+
+// listDelta describes a delta that was not collected, as evidence.
+func listDelta(entries []sandbox.Entry) []byte {
+	var b strings.Builder
+	for i, e := range entries {
+		if i == 10000 {
+			fmt.Fprintf(&b, "… and %d more\n", len(entries)-i)
+			break
+		}
+		fmt.Fprintf(&b, "%s %s %d %q\n", e.Kind, e.Mode, e.Size, e.Path)
+	}
+	return []byte(b.String())
+}
+
+// Bounds on artifacts kept in the lease log, which is pushed.
+const (
+	maxArtifact      = 1 << 20
+	maxArtifactTotal = 8 << 20
+)
+
+// keepArtifacts copies the declared files out of the delta (never through
+// a symlink), bounded, with their sha256.
+func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) ([]Artifact, map[string][]byte) {
+	out := []Artifact{}
+	files := map[string][]byte{}
+	byPath := map[string]sandbox.Entry{}
+	for _, e := range entries {
+		byPath[e.Path] = e
+	}
+	var total int64
+	for _, p := range declared {
+		a := Artifact{Path: p}
+		e, ok := byPath[path.Clean(p)]
+		switch {
+		case verify.CheckPath(p) != nil:
+			a.Missing = "not a valid path in the tree"
+		case !ok:
+			a.Missing = "the agent did not write it"
+		case e.Kind != sandbox.File:
+			a.Missing = "not a regular file: " + e.Kind.String()
+		case e.Size > maxArtifact || total+e.Size > maxArtifactTotal:
+			a.Size, a.Missing = e.Size, "larger than the artifact bound"
+		default:
+			b, err := readEntry(d, e)
+			if err != nil {
+				a.Missing = err.Error()
+				break
+			}
+			sum := sha256.Sum256(b)
+			a.Size, a.SHA256, a.Stored = int64(len(b)), hex.EncodeToString(sum[:]), "artifacts/"+p
+			files[a.Stored] = b
+			total += a.Size
+		}
+		out = append(out, a)
+	}
+	return out, files
+}
+
+func readEntry(d sandbox.Delta, e sandbox.Entry) ([]byte, error) {
+	f, err := sandbox.OpenEntry(d, e)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, e.Size))
+}

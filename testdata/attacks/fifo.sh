@@ -1,0 +1,3 @@
+# want: special-file
+# A FIFO, which would block whoever reads it.
+mkfifo pipe

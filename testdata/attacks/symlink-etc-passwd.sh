@@ -1,0 +1,3 @@
+# want: symlink-escape
+# A symlink to an absolute host path.
+ln -s /etc/passwd passwd
