@@ -79,6 +79,28 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 	return nil
 }
 
+// Event records something that happened to the lease without changing its
+// state (cleanup, a rebase conflict, a supervisor event): one log commit
+// "lease <id>: <state> -> <state>" with a Lease-Event trailer.
+func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
+	next := *x.Lease
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.UpdatedAt = x.Repo.Now()
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files[recordFile] = next.marshal()
+	msg := logMessage(next.ID, x.Lease.State, x.Lease.State, "") + "Lease-Event: " + event + "\n"
+	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
+	if err != nil {
+		return err
+	}
+	x.Lease, x.Tip = &next, tip
+	return nil
+}
+
 // logMessage is the one-line subject "lease <id>: <from> -> <to>" with
 // trailers, so that git log refs/leases/<id> reads as the lease's history.
 func logMessage(id refs.ID, from, to State, reason string) string {

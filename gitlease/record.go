@@ -64,6 +64,45 @@ type Lease struct {
 	// Receipts are the identities of the provider and supervisor that ran
 	// the lease, as they reported them.
 	Receipts []Receipt `json:"receipts,omitempty"`
+	// Applied says where and what was applied.
+	Applied *Application `json:"applied,omitempty"`
+	// RebasedFrom is the lease this one re-made on a newer base.
+	RebasedFrom refs.ID `json:"rebased_from,omitempty"`
+	// RebaseConflicts lists the paths a rebase of this lease could not merge.
+	RebaseConflicts []string `json:"rebase_conflicts,omitempty"`
+	// Cleanup is the state of the lease's runtime resources.
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
+}
+
+// Application records an apply: the branch that moved and to what. With
+// --only, Paths lists what was promoted and Commit is the promoted commit
+// (its manifest is result/promoted.json in the log).
+type Application struct {
+	Target string   `json:"target"`
+	From   string   `json:"from"`
+	Commit string   `json:"commit"`
+	Paths  []string `json:"paths,omitempty"`
+}
+
+// Cleanup states: a lease is terminal only when its cleanup is confirmed.
+const (
+	CleanupPending   = "pending"
+	CleanupConfirmed = "confirmed"
+	CleanupFailed    = "failed"
+)
+
+// Cleanup is the cleanup state and receipt: what was removed and how each
+// removal was confirmed.
+type Cleanup struct {
+	State   string        `json:"state"`
+	Receipt []CleanupItem `json:"receipt"`
+}
+
+// CleanupItem is one runtime resource of a lease and what cleanup did.
+type CleanupItem struct {
+	Resource string `json:"resource"` // sandbox, base, review-worktree, supervisor …
+	Action   string `json:"action"`   // removed, absent, kept, failed
+	Detail   string `json:"detail,omitempty"`
 }
 
 // Receipt is one identity bound to the lease: what ran it and how it

@@ -68,11 +68,21 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		return err
 	}
 	fault("start:verifying")
+	return x.checkAndReview(ctx, progress)
+}
+
+// checkAndReview takes a verified result (state verifying) through its
+// checks to review: the review branch moves to the result in the same
+// transaction that records review, then the result is checked out in the
+// review worktree. Reconcile resumes here after a crash.
+func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) error {
+	result := *x.Lease.Result
 	checks, checkFiles := x.runChecks(ctx, plumbing.NewHash(result.Tree), progress)
 	result.Checks = checks
 	checkFiles[resultFile] = result.marshal()
+	base := plumbing.NewHash(x.Lease.Base)
 	branch := refs.RefUpdate{Name: x.Lease.ID.BranchRef(), Old: base, New: plumbing.NewHash(result.Commit)}
-	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = result }, checkFiles, branch); err != nil {
+	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = &result }, checkFiles, branch); err != nil {
 		return err
 	}
 	fault("start:review")

@@ -32,9 +32,33 @@ type ReviewReport struct {
 // everything a reviewer relies on. It writes nothing but a temporary index
 // and the blobs of files found in the review worktree.
 func CheckReview(ctx context.Context, x *Execution) (*ReviewReport, error) {
+	rep, err := x.verifyRecorded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(x.Worktree(), ".git")); err == nil {
+		diffs, err := x.worktreeDifferences(ctx, plumbing.NewHash(x.Lease.Result.Tree))
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("review worktree: %v", err))
+		}
+		rep.Worktree = diffs
+		if len(diffs) > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("the review worktree differs from the result in %d path(s)", len(diffs)))
+		}
+		rep.Checked = append(rep.Checked, "review worktree = result tree")
+	}
+	rep.Match = len(rep.Problems) == 0
+	return rep, nil
+}
+
+// verifyRecorded checks the recorded result against itself and the
+// repository: patch digest, patch headers against the manifest, base +
+// patch against the result tree, the result commit, and the review branch.
+// It needs only the log and the objects, so it works after cleanup.
+func (x *Execution) verifyRecorded(ctx context.Context) (*ReviewReport, error) {
 	r := x.Lease.Result
 	if r == nil || r.Tree == "" {
-		return nil, fmt.Errorf("lease %s has no collected result to review (it is %s)", x.Lease.ID, x.Lease.State)
+		return nil, fmt.Errorf("lease %s has no collected result (it is %s)", x.Lease.ID, x.Lease.State)
 	}
 	rep := &ReviewReport{ID: string(x.Lease.ID), Problems: []string{}, Worktree: []string{}}
 	problem := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
@@ -77,25 +101,15 @@ func CheckReview(ctx context.Context, x *Execution) (*ReviewReport, error) {
 		}
 	}
 	rep.Checked = append(rep.Checked, "base + patch = result tree = manifest")
-	if c, err := x.Repo.Commit(plumbing.NewHash(r.Commit)); err != nil || c.TreeHash.String() != r.Tree {
-		problem("result commit %s does not hold the result tree", r.Commit)
+	if c, err := x.Repo.Commit(plumbing.NewHash(r.Commit)); err != nil || c.TreeHash.String() != r.Tree ||
+		len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base {
+		problem("result commit %s is not the result tree on the base", r.Commit)
 	}
-	if x.Lease.State == Review {
+	if x.Lease.State == Review || x.Lease.State == Applied {
 		if tip, _ := x.Repo.Ref(x.Lease.ID.BranchRef()); tip.String() != r.Commit {
 			problem("branch %s is at %s, not at the result commit %s", x.Lease.Branch, tip, r.Commit)
 		}
 		rep.Checked = append(rep.Checked, "review branch = result commit")
-	}
-	if _, err := os.Stat(filepath.Join(x.Worktree(), ".git")); err == nil {
-		diffs, err := x.worktreeDifferences(ctx, plumbing.NewHash(r.Tree))
-		if err != nil {
-			problem("review worktree: %v", err)
-		}
-		rep.Worktree = diffs
-		if len(diffs) > 0 {
-			problem("the review worktree differs from the result in %d path(s)", len(diffs))
-		}
-		rep.Checked = append(rep.Checked, "review worktree = result tree")
 	}
 	rep.Match = len(rep.Problems) == 0
 	return rep, nil

@@ -46,6 +46,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if len(opts.Command) == 0 {
 		return nil, errors.New("no agent command: give it after --, as in git lease start -- make fix")
 	}
+	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
+		return nil, err
+	}
 	rev := opts.Base
 	if rev == "" {
 		rev = "HEAD"
@@ -79,12 +82,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
 		return nil, err
 	}
-	id, err := refs.NewID(func(id refs.ID) bool {
-		h, _ := repo.Ref(id.LogRef())
-		b, _ := repo.Ref(id.BranchRef())
-		_, statErr := os.Lstat(repo.LeaseDir("worktrees", string(id)))
-		return !h.IsZero() || !b.IsZero() || statErr == nil
-	})
+	id, err := newID(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +97,31 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if progress == nil {
 		progress = io.Discard
 	}
+	// The work lock is taken before the lease exists, so that reconcile
+	// never mistakes this start for a crashed one.
+	unlock, err := x.Lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	err = x.Move(ctx, Provisioning, nil, nil, refs.RefUpdate{Name: id.BranchRef(), Old: plumbing.ZeroHash, New: base})
 	if err != nil {
+		os.RemoveAll(x.RunDir())
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
 	fault("start:provisioning")
 	return x, x.run(ctx, provider, opts.Output, progress)
+}
+
+// newID picks an unused ID: no log, no branch, no worktree directory.
+func newID(repo *refs.Repo) (refs.ID, error) {
+	return refs.NewID(func(id refs.ID) bool {
+		h, _ := repo.Ref(id.LogRef())
+		b, _ := repo.Ref(id.BranchRef())
+		_, statErr := os.Lstat(repo.LeaseDir("worktrees", string(id)))
+		return !h.IsZero() || !b.IsZero() || statErr == nil
+	})
 }
 
 // providerFor picks the provider of a mode. Sandboxed mode never falls back
@@ -115,17 +131,32 @@ func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 	case TrustedLocal:
 		return worktree.Provider{}, nil
 	case Sandboxed:
-		switch policy.Provider {
-		case "bwrap":
-			self, err := os.Executable()
-			if err != nil {
-				return nil, err
-			}
-			return bwrap.Provider{Self: self}, nil
+		if policy.Provider == "worktree" {
+			return nil, fmt.Errorf("provider = worktree (%s) is not a sandbox: use --mode trusted_local to run without one", policy.Sources["provider"])
 		}
-		return nil, fmt.Errorf("provider = %q (%s) is not a sandbox provider git-lease knows (bwrap)", policy.Provider, policy.Sources["provider"])
+		p, err := providerByName(policy.Provider)
+		if err != nil {
+			return nil, fmt.Errorf("provider = %q (%s): %w", policy.Provider, policy.Sources["provider"], err)
+		}
+		return p, nil
 	}
 	return nil, fmt.Errorf("unknown mode %q: use sandboxed or trusted_local", mode)
+}
+
+// providerByName is the provider a lease records, for the commands that
+// act on it later (cleanup, reconcile).
+func providerByName(name string) (sandbox.Provider, error) {
+	switch name {
+	case "worktree":
+		return worktree.Provider{}, nil
+	case "bwrap":
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		return bwrap.Provider{Self: self}, nil
+	}
+	return nil, fmt.Errorf("no sandbox provider named %q (known: bwrap, worktree)", name)
 }
 
 // checkReadOnly refuses read-only paths that would hand the agent the

@@ -23,10 +23,12 @@ const (
 	Canceled     State = "canceled"
 )
 
-// transitions is the one table of legal state changes.
+// transitions is the one table of legal state changes. A rebased lease
+// goes from provisioning straight to collecting: its result comes from a
+// merge, not from an agent.
 var transitions = map[State][]State{
 	New:          {Provisioning},
-	Provisioning: {Running, Failed},
+	Provisioning: {Running, Collecting, Failed},
 	Running:      {Collecting, Failed, Canceled},
 	Collecting:   {Verifying, Failed},
 	Verifying:    {Review, Quarantined, Failed},

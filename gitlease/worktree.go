@@ -52,6 +52,13 @@ func (x *Execution) worktreeAdmin() (string, error) {
 	return "", nil
 }
 
+// agentWroteWorktree reports whether the agent worked directly in the
+// review worktree (trusted_local), rather than the result being checked
+// out into it.
+func (x *Execution) agentWroteWorktree() bool {
+	return x.Lease.Provider == "worktree" && x.Lease.RebasedFrom == ""
+}
+
 // checkoutReview makes the review worktree show the result. For a
 // trusted_local lease the files are already there (the agent wrote them):
 // only the index is rewritten from the branch, and git never reads the
@@ -62,7 +69,7 @@ func (x *Execution) checkoutReview(ctx context.Context) error {
 	if err != nil || admin == "" {
 		return fmt.Errorf("review worktree of %s is not registered with git: run git lease reconcile", x.Lease.ID)
 	}
-	if !x.Lease.Sandboxed {
+	if x.agentWroteWorktree() {
 		_, err = x.Repo.GitAt(ctx, admin, nil, nil, "read-tree", x.Lease.Branch)
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/urfave/cli/v2"
 )
@@ -51,7 +52,7 @@ func exitCode(err error) int {
 			fail(err)
 		}
 		return ce.ExitCode()
-	case errors.Is(err, refs.ErrStale):
+	case errors.Is(err, refs.ErrStale), errors.Is(err, gitlease.ErrTargetMoved), errors.Is(err, gitlease.ErrConflict), errors.Is(err, gitlease.ErrBusy):
 		fail(err)
 		return exitConflict
 	}

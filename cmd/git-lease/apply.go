@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/gitlease"
+)
+
+func applyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "apply",
+		Usage:     "move a branch to a lease's verified result (a fast-forward; never forced)",
+		ArgsUsage: "ID",
+		Description: `Apply verifies the result again, then in one git update-ref transaction checks
+that the target branch (--onto, else the branch the base came from) is still at
+the lease's base, moves it to the result commit and records applied in the lease
+log. If the branch moved, it refuses and suggests git lease rebase. If the branch
+is checked out here, your checkout must be clean and is updated as
+git merge --ff-only would; a branch checked out elsewhere is refused. Hooks do
+not run. --only PATH… promotes just those changes as a new, verified commit,
+recorded with its own manifest.
+
+Example:
+   git lease apply 3f9c
+   git lease apply 3f9c --onto release --only src/parser.go`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "onto", Usage: "the branch to move (default: the branch the base came from)"},
+			&cli.StringSliceFlag{Name: "only", Usage: "promote only this path or directory of the result (repeatable)"},
+		},
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			x, err := gitlease.LoadPrefix(repo, id)
+			if err != nil {
+				return err
+			}
+			if err := gitlease.Apply(c.Context, x, gitlease.ApplyOptions{Onto: c.String("onto"), Only: c.StringSlice("only")}); err != nil {
+				return err
+			}
+			a := x.Lease.Applied
+			what := "the result"
+			if len(a.Paths) > 0 {
+				what = fmt.Sprintf("%d promoted change(s)", len(a.Paths))
+			}
+			fmt.Fprintf(os.Stderr, "lease %s: applied %s: %s %s..%s\n", x.Lease.ID, what,
+				strings.TrimPrefix(a.Target, "refs/heads/"), a.From[:12], a.Commit[:12])
+			return nil
+		},
+	}
+}

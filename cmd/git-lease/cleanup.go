@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/gitlease"
+)
+
+func cleanupCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cleanup",
+		Usage:     "remove a lease's runtime resources and record a cleanup receipt",
+		ArgsUsage: "ID | --all",
+		Description: `Cleanup removes runtime resources only: the sandbox (and the exported base when
+no other lease uses it) and the review worktree, unless the worktree holds edits
+the lease did not record: then it is kept (or, with --keep-edits, the edits are
+committed on branch lease/ID-edits first). It records a receipt of what was
+removed and how each removal was confirmed; the lease's cleanup is confirmed, or
+failed and visible until git lease reconcile retries it. The log, the branch
+and the result stay: show, diff, review and apply still work. Running it again
+changes nothing.
+
+Example:
+   git lease cleanup 3f9c
+   git lease cleanup --all`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Usage: "every settled lease whose cleanup is not confirmed"},
+			&cli.BoolFlag{Name: "keep-edits", Usage: "commit human edits found in the review worktree, then remove it"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("all") == (c.NArg() == 1) || c.NArg() > 1 {
+				return usagef("cleanup needs one lease ID or --all")
+			}
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			var leases []*gitlease.Execution
+			if c.Bool("all") {
+				all, err := gitlease.List(repo)
+				if err != nil {
+					return err
+				}
+				for _, x := range all {
+					if x.Lease.State.Settled() && (x.Lease.Cleanup == nil || x.Lease.Cleanup.State != gitlease.CleanupConfirmed) {
+						leases = append(leases, x)
+					}
+				}
+			} else {
+				x, err := gitlease.LoadPrefix(repo, c.Args().First())
+				if err != nil {
+					return err
+				}
+				leases = append(leases, x)
+			}
+			type outcome struct {
+				ID      string            `json:"id"`
+				Changed bool              `json:"changed"`
+				Cleanup *gitlease.Cleanup `json:"cleanup"`
+			}
+			var out []outcome
+			failed := false
+			for _, x := range leases {
+				cl, changed, err := gitlease.CleanupLease(c.Context, x, gitlease.CleanupOptions{KeepEdits: c.Bool("keep-edits")})
+				if err != nil {
+					return err
+				}
+				out = append(out, outcome{string(x.Lease.ID), changed, cl})
+				failed = failed || cl.State != gitlease.CleanupConfirmed
+				if !c.Bool("json") {
+					printCleanup(x, cl, changed)
+				}
+			}
+			if c.Bool("json") {
+				printJSON(os.Stdout, out)
+			}
+			if failed {
+				return errLeaseFailed
+			}
+			return nil
+		},
+	}
+}
+
+func printCleanup(x *gitlease.Execution, cl *gitlease.Cleanup, changed bool) {
+	note := ""
+	if !changed {
+		note = " (nothing changed)"
+	}
+	fmt.Printf("lease %s: cleanup %s%s\n", x.Lease.ID, cl.State, note)
+	for _, item := range cl.Receipt {
+		fmt.Printf("  %-16s %-8s %s\n", item.Resource, item.Action, item.Detail)
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/refs"
+)
+
+func gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "prune cleaned-up leases older than an age",
+		Description: `Gc deletes the log and review branch of every decided lease (rejected,
+quarantined, failed, canceled) whose cleanup is confirmed and whose last event
+is older than --older-than (default: git config lease.gcAge, else 30d). Leases
+in review are kept; applied leases are kept unless --applied is given.
+--dry-run prints what it would do.
+
+Example:
+   git lease gc --older-than 7d --dry-run`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "older-than", Usage: "an age like 30d, 12h or 90m"},
+			&cli.BoolFlag{Name: "applied", Usage: "prune applied leases too"},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be pruned"},
+		},
+		Action: func(c *cli.Context) error {
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			age := c.String("older-than")
+			if age == "" {
+				age = gcAgeConfig(c.Context, repo)
+			}
+			d, err := parseAge(age)
+			if err != nil {
+				return usagef("--older-than %s: %v", age, err)
+			}
+			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run")})
+			for _, line := range done {
+				fmt.Println(line)
+			}
+			if len(done) == 0 && err == nil {
+				fmt.Println("nothing to prune")
+			}
+			return err
+		},
+	}
+}
+
+func gcAgeConfig(ctx context.Context, repo *refs.Repo) string {
+	out, err := repo.Git(ctx, nil, "config", "--get", "lease.gcAge")
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "30d"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// parseAge reads Go durations plus a days suffix ("30d").
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("not a number of days")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/gitlease"
+)
+
+func rejectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reject",
+		Usage:     "record that a lease's result will not be applied",
+		ArgsUsage: "ID",
+		Description: `Reject records the decision in the lease log. The result, its branch and its
+log stay for history; git lease cleanup removes the runtime resources.
+
+Example:
+   git lease reject 3f9c --reason "wrong approach"`,
+		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, for the record"}},
+		Action: func(c *cli.Context) error {
+			id, err := oneID(c)
+			if err != nil {
+				return err
+			}
+			repo, err := openRepo()
+			if err != nil {
+				return err
+			}
+			x, err := gitlease.LoadPrefix(repo, id)
+			if err != nil {
+				return err
+			}
+			if err := gitlease.Reject(c.Context, x, c.String("reason")); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "lease %s: rejected: %s\n", x.Lease.ID, x.Lease.Reason)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,182 @@
+package gitlease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+)
+
+var (
+	// ErrTargetMoved is returned when the branch to apply to is no longer
+	// at the lease's base: the result was reviewed against another tree.
+	ErrTargetMoved = errors.New("the target branch moved since the lease started")
+	// ErrNotVerified is returned when a result no longer verifies.
+	ErrNotVerified = errors.New("the result does not verify")
+)
+
+// ApplyOptions are the inputs of git lease apply.
+type ApplyOptions struct {
+	// Onto is the branch to move; "" means the branch the base came from.
+	Onto string
+	// Only promotes just these paths (files or directories of the manifest).
+	Only []string
+}
+
+// Apply moves the target branch to the lease's result in one update-ref
+// transaction that also checks the branch is still at the base and records
+// applied in the lease log: a fast-forward by construction, never forced.
+// The result is verified again first. When the target is checked out in
+// the user's own checkout, that checkout must be clean and is updated as
+// git merge --ff-only would; a target checked out anywhere else is refused.
+// Hooks never run.
+func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
+	unlock, err := x.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if x.Lease.State != Review {
+		return fmt.Errorf("lease %s is %s: only a lease in review can be applied", x.Lease.ID, x.Lease.State)
+	}
+	rep, err := x.verifyRecorded(ctx)
+	if err != nil {
+		return err
+	}
+	if !rep.Match {
+		return fmt.Errorf("lease %s: %w: %s", x.Lease.ID, ErrNotVerified, strings.Join(rep.Problems, "; "))
+	}
+	target, err := x.applyTarget(opts.Onto)
+	if err != nil {
+		return err
+	}
+	expected := plumbing.NewHash(x.Lease.Base)
+	if x.Lease.SnapshotOf != "" {
+		expected = plumbing.NewHash(x.Lease.SnapshotOf)
+	}
+	tip, err := x.Repo.Ref(target)
+	if err != nil {
+		return err
+	}
+	if tip.IsZero() {
+		return fmt.Errorf("branch %s does not exist", strings.TrimPrefix(target, "refs/heads/"))
+	}
+	if tip != expected {
+		return x.moved(target, tip, expected)
+	}
+	commit := plumbing.NewHash(x.Lease.Result.Commit)
+	files := map[string][]byte{}
+	var paths []string
+	if len(opts.Only) > 0 {
+		if commit, files, paths, err = x.promote(ctx, opts.Only); err != nil {
+			return err
+		}
+	}
+	checkout, err := x.checkoutToUpdate(ctx, target, expected, commit)
+	if err != nil {
+		return err
+	}
+	fault("apply:prepared")
+	app := &Application{Target: target, From: expected.String(), Commit: commit.String(), Paths: paths}
+	err = x.Move(ctx, Applied, func(l *Lease) { l.Applied = app }, files,
+		refs.RefUpdate{Name: target, Old: expected, New: commit})
+	if errors.Is(err, refs.ErrStale) {
+		now, _ := x.Repo.Ref(target)
+		if now != expected {
+			return x.moved(target, now, expected)
+		}
+	}
+	if err != nil || !checkout {
+		return err
+	}
+	marker := filepath.Join(x.RunDir(), "apply-checkout")
+	os.WriteFile(marker, []byte(x.Repo.WorkTree+"\n"), 0o600)
+	fault("apply:committed")
+	if err := x.updateCheckout(ctx, expected, commit); err != nil {
+		return fmt.Errorf("%s moved, but updating your checkout failed: %w (run git lease reconcile)", target, err)
+	}
+	return os.Remove(marker)
+}
+
+func (x *Execution) moved(target string, tip, expected plumbing.Hash) error {
+	return fmt.Errorf("%w: %s is at %s, but the lease was made on %s; run git lease rebase %s to make a new result on it",
+		ErrTargetMoved, strings.TrimPrefix(target, "refs/heads/"), tip.String()[:12], expected.String()[:12], x.Lease.ID.Short())
+}
+
+// applyTarget resolves --onto (or the branch the base came from) to a full
+// branch name.
+func (x *Execution) applyTarget(onto string) (string, error) {
+	if onto == "" {
+		if x.Lease.BaseRef == "" {
+			return "", fmt.Errorf("lease %s was not started from a branch: give --onto BRANCH", x.Lease.ID)
+		}
+		return x.Lease.BaseRef, nil
+	}
+	name := onto
+	if !strings.HasPrefix(name, "refs/heads/") {
+		name = "refs/heads/" + name
+	}
+	if plumbing.ReferenceName(name).Validate() != nil || strings.HasPrefix(name, "refs/heads/lease/") {
+		return "", fmt.Errorf("--onto %q: name a branch of yours (not a lease branch)", onto)
+	}
+	return name, nil
+}
+
+// checkoutToUpdate decides whether applying must also update the user's
+// checkout (the target is checked out there), and refuses a target that is
+// checked out in any other worktree, or a checkout that is not clean.
+func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, to plumbing.Hash) (bool, error) {
+	out, err := x.Repo.Git(ctx, nil, "worktree", "list", "--porcelain")
+	if err != nil {
+		return false, err
+	}
+	var path string
+	for _, block := range strings.Split(string(out), "\n\n") {
+		var wt, branch string
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "worktree "); ok {
+				wt = v
+			}
+			if v, ok := strings.CutPrefix(line, "branch "); ok {
+				branch = v
+			}
+		}
+		if branch == target {
+			path = wt
+		}
+	}
+	switch {
+	case path == "":
+		return false, nil
+	case path != x.Repo.WorkTree:
+		return false, fmt.Errorf("%s is checked out in %s: apply from there, or --onto another branch (git-lease never writes into another checkout)",
+			strings.TrimPrefix(target, "refs/heads/"), path)
+	}
+	env := []string{"GIT_WORK_TREE=" + x.Repo.WorkTree}
+	status, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return false, err
+	}
+	if len(bytes.TrimSpace(status)) > 0 {
+		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
+	}
+	if _, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", "-n", from.String(), to.String()); err != nil {
+		return false, fmt.Errorf("applying would overwrite files in your checkout: %w", err)
+	}
+	return true, nil
+}
+
+// updateCheckout moves the user's index and files from one commit to the
+// next, as a fast-forward merge does.
+func (x *Execution) updateCheckout(ctx context.Context, from, to plumbing.Hash) error {
+	env := []string{"GIT_WORK_TREE=" + x.Repo.WorkTree}
+	_, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", from.String(), to.String())
+	return err
+}

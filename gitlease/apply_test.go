@@ -1,0 +1,87 @@
+package gitlease
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/refs/refstest"
+)
+
+// reviewLease runs a sandboxed lease with script and returns it in review.
+func reviewLease(t *testing.T, repo *refs.Repo, script string) *Execution {
+	t.Helper()
+	x, out := runAgent(t, repo, script)
+	if x.Lease.State != Review {
+		t.Fatalf("lease is %s (%s):\n%s", x.Lease.State, x.Lease.Reason, out)
+	}
+	return x
+}
+
+func TestApplyOnlyPromotesSelectedPaths(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a", "src/b.go": "b", "gone.txt": "g"}, "")
+	x := reviewLease(t, repo, "echo A > a.txt; echo B > src/b.go; echo C > src/c.go; rm gone.txt")
+	if err := Apply(context.Background(), x, ApplyOptions{Only: []string{"src", "gone.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := refstest.Git(t, dir, "diff", "--name-status", "HEAD~1", "HEAD"); got != "D\tgone.txt\nM\tsrc/b.go\nA\tsrc/c.go" {
+		t.Fatalf("promoted commit changes:\n%s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "a" {
+		t.Fatalf("a.txt was promoted: %q", b)
+	}
+	promoted, err := repo.ReadFile(x.Tip, "result/promoted.json", 1<<20)
+	if err != nil || !strings.Contains(string(promoted), `"path": "src/c.go"`) || strings.Contains(string(promoted), "a.txt") {
+		t.Fatalf("the log does not record exactly what was promoted: %v\n%s", err, promoted)
+	}
+	if got := strings.Join(x.Lease.Applied.Paths, " "); got != "gone.txt src/b.go src/c.go" && got != "src/b.go src/c.go gone.txt" {
+		t.Fatalf("applied paths: %q", got)
+	}
+}
+
+func TestApplyOnlyRefusesPathsTheLeaseDidNotChange(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a.txt": "a"}, "")
+	x := reviewLease(t, repo, "echo A > a.txt")
+	err := Apply(context.Background(), x, ApplyOptions{Only: []string{"README"}})
+	if err == nil || !strings.Contains(err.Error(), "did not change") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestApplyRefusesADirtyCheckoutAndOtherCheckouts(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a"}, "")
+	x := reviewLease(t, repo, "echo A > a.txt")
+	must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("mine"), 0o644))
+	err := Apply(context.Background(), x, ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Fatalf("dirty checkout: %v", err)
+	}
+	refstest.Git(t, dir, "checkout", "-q", "--", "a.txt")
+	refstest.Git(t, dir, "branch", "side")
+	other := filepath.Join(t.TempDir(), "other")
+	refstest.Git(t, dir, "worktree", "add", "-q", other, "side")
+	err = Apply(context.Background(), x, ApplyOptions{Onto: "side"})
+	if err == nil || !strings.Contains(err.Error(), "checked out in "+other) {
+		t.Fatalf("a branch checked out elsewhere: %v", err)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{Onto: "lease/" + string(x.Lease.ID)}); err == nil {
+		t.Fatalf("applying onto a lease branch was accepted")
+	}
+	if x.Lease.State != Review {
+		t.Fatalf("refused applies changed the lease to %s", x.Lease.State)
+	}
+}
+
+func TestApplyRefusesAResultThatNoLongerVerifies(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a"}, "")
+	x := reviewLease(t, repo, "echo A > a.txt")
+	// Someone moves the review branch to another commit.
+	refstest.Git(t, dir, "update-ref", x.Lease.ID.BranchRef(), x.Lease.Base)
+	err := Apply(context.Background(), x, ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,233 @@
+package gitlease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// CleanupOptions are the inputs of git lease cleanup.
+type CleanupOptions struct {
+	// KeepEdits records human edits found in the review worktree as a
+	// commit on branch lease/<id>-edits, then removes the worktree.
+	KeepEdits bool
+}
+
+// CleanupLease removes a settled lease's runtime resources (its sandbox and
+// the base it alone used, the review worktree unless it holds human edits
+// the lease did not record, its local run directory) and records a cleanup
+// receipt saying how each removal was confirmed. The log, the branch and
+// the result stay, so show, diff, review and apply still work. It is
+// idempotent: when everything is already gone and the recorded state is
+// confirmed, it writes nothing and reports changed = false.
+func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cleanup, changed bool, err error) {
+	if !x.Lease.State.Settled() {
+		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
+	}
+	unlock, err := x.Lock()
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	prev := x.Lease.Cleanup
+	if prev == nil || prev.State != CleanupConfirmed {
+		// Recorded first, so that reconcile retries a cleanup cut short.
+		pending := &Cleanup{State: CleanupPending, Receipt: []CleanupItem{}}
+		if err := x.Event(ctx, "cleanup-pending", func(l *Lease) { l.Cleanup = pending }, nil); err != nil {
+			return nil, false, err
+		}
+	}
+	c = &Cleanup{State: CleanupConfirmed, Receipt: []CleanupItem{}}
+	add := func(item CleanupItem) {
+		c.Receipt = append(c.Receipt, item)
+		if item.Action == "failed" {
+			c.State = CleanupFailed
+		}
+	}
+	add(x.discardSandbox(ctx))
+	fault("cleanup:sandbox")
+	add(x.removeWorktree(ctx, opts.KeepEdits))
+	fault("cleanup:worktree")
+	if prev != nil && sameOutcome(prev, c) {
+		return prev, false, os.RemoveAll(x.RunDir())
+	}
+	receipt, _ := json.MarshalIndent(c, "", "  ")
+	err = x.Event(ctx, "cleanup-"+c.State, func(l *Lease) { l.Cleanup = c }, map[string][]byte{"receipts/cleanup.json": append(receipt, '\n')})
+	if err != nil {
+		return nil, false, err
+	}
+	if c.State == CleanupConfirmed {
+		// Last, and only when all else is confirmed: the run directory holds
+		// the lock and what reconcile needs to retry.
+		os.RemoveAll(x.RunDir())
+	}
+	return c, true, nil
+}
+
+// sameOutcome reports whether a cleanup found nothing new since prev: the
+// same state, and each resource either gone or left as prev left it.
+func sameOutcome(prev, now *Cleanup) bool {
+	if prev.State != now.State {
+		return false
+	}
+	for _, item := range now.Receipt {
+		if item.Action == "absent" {
+			continue
+		}
+		found := false
+		for _, p := range prev.Receipt {
+			found = found || p == item
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// discardSandbox asks the lease's provider to remove its sandbox, and
+// confirms that its directory is gone.
+func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
+	item := CleanupItem{Resource: "sandbox", Detail: x.Lease.Provider}
+	spec := x.spec()
+	if _, err := os.Lstat(spec.Dir); errors.Is(err, fs.ErrNotExist) {
+		item.Action = "absent"
+		// The base reference is released with the sandbox; release it
+		// again in case a crash came between the two.
+		if p, err := providerByName(x.Lease.Provider); err == nil {
+			p.Discard(ctx, spec)
+		}
+		return item
+	}
+	p, err := providerByName(x.Lease.Provider)
+	if err == nil {
+		err = p.Discard(ctx, spec)
+	}
+	if err == nil {
+		if _, statErr := os.Lstat(spec.Dir); statErr == nil {
+			err = fmt.Errorf("%s is still there", spec.Dir)
+		}
+	}
+	if err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	item.Action = "removed"
+	return item
+}
+
+// removeWorktree removes the review worktree unless it holds edits the
+// lease did not record, and confirms git no longer lists it.
+func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupItem {
+	item := CleanupItem{Resource: "review-worktree"}
+	path := x.Worktree()
+	admin, _ := x.worktreeAdmin()
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && admin == "" {
+		item.Action = "absent"
+		return item
+	}
+	if expected, ok := x.worktreeExpected(); ok {
+		edits, err := x.worktreeEdits(ctx, expected)
+		if err != nil {
+			item.Action, item.Detail = "failed", "cannot tell whether it holds edits: "+err.Error()
+			return item
+		}
+		if edits != nil {
+			if !keepEdits {
+				item.Action = "kept"
+				item.Detail = fmt.Sprintf("it holds edits the lease did not record (%d paths); commit them, or run cleanup --keep-edits", len(edits.paths))
+				return item
+			}
+			if err := x.Repo.Update(ctx, "git lease cleanup --keep-edits", refs.RefUpdate{Name: x.Lease.ID.BranchRef() + "-edits", New: edits.commit}); err != nil {
+				item.Action, item.Detail = "failed", "recording the edits: "+err.Error()
+				return item
+			}
+			item.Detail = fmt.Sprintf("edits recorded as %s on %s-edits; ", edits.commit.String()[:12], x.Lease.Branch)
+		}
+	}
+	removeTree(path)
+	if _, err := x.Repo.Git(ctx, nil, "worktree", "prune"); err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	if admin, _ := x.worktreeAdmin(); admin != "" {
+		item.Action, item.Detail = "failed", "git still lists the worktree"
+		return item
+	}
+	item.Action, item.Detail = "removed", item.Detail+"git worktree prune no longer lists it"
+	return item
+}
+
+// worktreeExpected is what the review worktree holds when nobody touched
+// it, when that is known: the result (checked out, or written by a
+// trusted_local agent), else nothing for a sandboxed lease whose result was
+// never checked out.
+func (x *Execution) worktreeExpected() (plumbing.Hash, bool) {
+	r := x.Lease.Result
+	checkedOut := x.Lease.State == Review || x.Lease.State == Applied || x.Lease.State == Rejected
+	switch {
+	case r != nil && r.Tree != "" && (checkedOut || x.agentWroteWorktree()):
+		return plumbing.NewHash(r.Tree), true
+	case !x.agentWroteWorktree():
+		return refs.EmptyTree, true
+	}
+	return plumbing.ZeroHash, false
+}
+
+type edits struct {
+	commit plumbing.Hash
+	paths  []string
+}
+
+// worktreeEdits hashes the review worktree (lstat only) and returns the
+// differences from expected as a commit on top of the result, or nil.
+func (x *Execution) worktreeEdits(ctx context.Context, expected plumbing.Hash) (*edits, error) {
+	entries, err := scan(ctx, sandbox.Delta{Root: x.Worktree(), Layout: sandbox.Full})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Kind == sandbox.Special {
+			return nil, fmt.Errorf("%s is a %s", e.Path, e.Kind)
+		}
+	}
+	base := plumbing.NewHash(x.Lease.Base)
+	if x.Lease.Result != nil && x.Lease.Result.Commit != "" {
+		base = plumbing.NewHash(x.Lease.Result.Commit)
+	}
+	c, err := build(ctx, x.Repo, base, sandbox.Delta{Root: x.Worktree(), Layout: sandbox.Full}, entries)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := x.Repo.DiffTrees(expected, c.Tree)
+	if err != nil || len(changes) == 0 {
+		return nil, err
+	}
+	e := &edits{}
+	for _, ch := range changes {
+		e.paths = append(e.paths, ch.Path)
+	}
+	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, fmt.Sprintf("lease %s: edits found in the review worktree at cleanup\n\nLease-ID: %s\n", x.Lease.ID, x.Lease.ID))
+	return e, err
+}
+
+// removeTree removes a directory tree, making its directories writable
+// first (an agent may have made them read-only). It never follows symlinks.
+func removeTree(dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}

@@ -1,0 +1,186 @@
+package gitlease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// Repair is one thing reconcile did (or would do) for a lease.
+type Repair struct {
+	ID     refs.ID `json:"id"`
+	State  State   `json:"state"`
+	Action string  `json:"action"`
+}
+
+// ReconcileOptions are the inputs of git lease reconcile.
+type ReconcileOptions struct {
+	// Quick only settles leases whose process crashed while provisioning
+	// or running, as start does before it begins; it resumes nothing and
+	// retries no cleanup.
+	Quick    bool
+	Progress io.Writer
+}
+
+// Reconcile repairs, by execution ID and with the resources each lease
+// already has, every lease whose process crashed: a lease whose work lock
+// is free but whose state says someone is working on it. It never creates
+// a second sandbox, branch or worktree for a lease. Interrupted
+// provisioning and a vanished agent end failed (the worktree and the
+// sandbox's delta are kept for cleanup to judge); interrupted collection,
+// verification and materialization resume; an apply whose checkout update
+// was cut short finishes it; an unconfirmed cleanup is retried. Running it
+// again changes nothing.
+func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]Repair, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	all, err := List(repo)
+	if err != nil {
+		return nil, err
+	}
+	repairs := []Repair{}
+	for _, x := range all {
+		if x.Busy() {
+			continue
+		}
+		action, err := x.reconcile(ctx, opts.Quick, progress)
+		if action != "" {
+			repairs = append(repairs, Repair{ID: x.Lease.ID, State: x.Lease.State, Action: action})
+		}
+		if err != nil {
+			return repairs, fmt.Errorf("lease %s: %w", x.Lease.ID, err)
+		}
+	}
+	return repairs, nil
+}
+
+func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Writer) (string, error) {
+	switch x.Lease.State {
+	case Provisioning, Running:
+	case Collecting, Verifying:
+		if quick {
+			fmt.Fprintf(progress, "git-lease: lease %s was interrupted while %s: run git lease reconcile\n", x.Lease.ID, x.Lease.State)
+			return "", nil
+		}
+	case Review, Applied:
+		if quick {
+			return "", nil
+		}
+		if c := x.Lease.Cleanup; c != nil && c.State != CleanupConfirmed {
+			_, changed, err := CleanupLease(ctx, x, CleanupOptions{})
+			if changed {
+				return "retried cleanup: " + x.Lease.Cleanup.State, err
+			}
+			return "", err
+		}
+		unlock, err := x.Lock()
+		if err != nil {
+			return "", nil
+		}
+		defer unlock()
+		return x.reconcileMaterialized(ctx)
+	default:
+		if quick || x.Lease.Cleanup == nil || x.Lease.Cleanup.State == CleanupConfirmed {
+			return "", nil
+		}
+		// A cleanup recorded pending or failed: retry it.
+		_, changed, err := CleanupLease(ctx, x, CleanupOptions{})
+		if changed {
+			return "retried cleanup: " + x.Lease.Cleanup.State, err
+		}
+		return "", err
+	}
+	unlock, err := x.Lock()
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return "", nil
+		}
+		return "", err
+	}
+	defer unlock()
+	switch x.Lease.State {
+	case Provisioning:
+		reason := "interrupted while provisioning (reconciled)"
+		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
+	case Running:
+		reason := "the agent's process vanished (reconciled); its worktree and sandbox are kept until cleanup"
+		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
+	case Collecting:
+		p, err := providerByName(x.Lease.Provider)
+		if err != nil {
+			return "", err
+		}
+		d := p.Delta(x.spec())
+		if _, err := os.Lstat(d.Root); err != nil {
+			reason := "interrupted while collecting, and the sandbox's delta is gone (reconciled)"
+			return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
+		}
+		return "resumed collection", x.collectAndVerify(ctx, d, progress)
+	default: // Verifying
+		if x.Lease.Result != nil && x.Lease.Result.Status == "quarantined" {
+			var findings []verify.Finding
+			b, err := x.Repo.ReadFile(x.Tip, findingsFile, 16<<20)
+			if err == nil {
+				err = json.Unmarshal(b, &findings)
+			}
+			if err != nil || len(findings) == 0 {
+				return "", fmt.Errorf("interrupted quarantine without readable findings: %v", err)
+			}
+			reason := fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error())
+			return "finished quarantine", x.Move(ctx, Quarantined, func(l *Lease) { l.Findings, l.Reason = findings, reason }, nil)
+		}
+		return "resumed checks and review", x.checkAndReview(ctx, progress)
+	}
+}
+
+// reconcileMaterialized finishes what a crash cut short after the log said
+// review or applied: checking the result out into the review worktree,
+// and updating the user's checkout after an apply.
+func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
+	if x.Lease.State == Applied {
+		marker := filepath.Join(x.RunDir(), "apply-checkout")
+		b, err := os.ReadFile(marker)
+		if err != nil {
+			return "", nil
+		}
+		app := x.Lease.Applied
+		wt := strings.TrimSpace(string(b))
+		if wt != x.Repo.WorkTree {
+			return "", fmt.Errorf("the checkout at %s needs its apply finished: run git lease reconcile there", wt)
+		}
+		idx, err := x.Repo.GitAt(ctx, x.Repo.GitDir, []string{"GIT_WORK_TREE=" + wt}, nil, "write-tree")
+		if err != nil {
+			return "", err
+		}
+		from := plumbing.NewHash(app.From)
+		if strings.TrimSpace(string(idx)) == mustTree(x.Repo, from).String() {
+			if err := x.updateCheckout(ctx, from, plumbing.NewHash(app.Commit)); err != nil {
+				return "", err
+			}
+		}
+		return "finished updating the checkout after apply", os.Remove(marker)
+	}
+	if x.agentWroteWorktree() || x.Lease.Cleanup != nil {
+		return "", nil
+	}
+	admin, err := x.worktreeAdmin()
+	if err != nil || admin == "" {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(admin, "index")); err == nil {
+		return "", nil
+	}
+	return "checked the result out into the review worktree", x.checkoutReview(ctx)
+}
