@@ -1,0 +1,142 @@
+package crabbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// Collect copies the box's work directory (the one the finished run
+// reported) back into <spec.Dir>/delta with `crabbox cp --id ID
+// SANDBOX:<workdir> <dir>`, for Delta. Crabbox cannot tell a directory's
+// size before copying, so the copy is bounded while it lands: it is killed
+// and removed once it holds more than MaxCopyBytes. Crabbox's download
+// carries contents only (regular files and directories, modes normalized,
+// no symlinks), so the copy then takes the file modes and symlinks of the
+// base (see fromBase). Collecting again replaces the earlier copy. It fails
+// before a run has finished with a timing report.
+func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
+	b, err := readBox(spec)
+	if err != nil {
+		return err
+	}
+	workdir, err := readWorkdir(spec)
+	if err != nil {
+		return err
+	}
+	l := layout(spec)
+	if err := os.RemoveAll(l.incoming); err != nil {
+		return err
+	}
+	if err := os.Mkdir(l.incoming, 0o700); err != nil {
+		return err
+	}
+	if err := p.copyBack(ctx, spec, b.ID, workdir); err != nil {
+		os.RemoveAll(l.incoming)
+		return err
+	}
+	tree := filepath.Join(l.incoming, path.Base(workdir))
+	if info, err := os.Lstat(tree); err != nil || !info.IsDir() {
+		return fmt.Errorf("crabbox cp did not bring back the directory %s of box %s", workdir, b.ID)
+	}
+	if err := fromBase(l.seed, tree); err != nil {
+		return fmt.Errorf("complete the copy of box %s from the base: %w", b.ID, err)
+	}
+	if err := os.RemoveAll(l.delta); err != nil {
+		return err
+	}
+	if err := os.Rename(tree, l.delta); err != nil {
+		return err
+	}
+	return os.RemoveAll(l.incoming)
+}
+
+// Delta is the collected copy of the box's work directory, a whole tree.
+// It is empty or missing until Collect has succeeded.
+func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
+	return sandbox.Delta{Root: layout(spec).delta, Layout: sandbox.Full}
+}
+
+// readWorkdir is the box's work directory, as the finished run reported it.
+func readWorkdir(spec sandbox.Spec) (string, error) {
+	data, err := os.ReadFile(layout(spec).run)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("lease %s has no finished crabbox run to collect from (launch and wait for the agent first)", spec.ID)
+	}
+	if err != nil {
+		return "", err
+	}
+	var r runRecord
+	if err := json.Unmarshal(data, &r); err != nil || r.Version != 1 {
+		return "", fmt.Errorf("%s is not a run record of version 1", layout(spec).run)
+	}
+	if !path.IsAbs(r.Workdir) || path.Clean(r.Workdir) != r.Workdir || r.Workdir == "/" {
+		return "", fmt.Errorf("crabbox reported the run's work directory as %q, which git-lease cannot copy back (a delegated provider may not report one)", r.Workdir)
+	}
+	return r.Workdir, nil
+}
+
+// copyBack runs crabbox cp into the incoming directory, killing it once
+// the copy grows past MaxCopyBytes.
+func (p Provider) copyBack(ctx context.Context, spec sandbox.Spec, id, workdir string) error {
+	l := layout(spec)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	over := make(chan int64, 1)
+	if p.MaxCopyBytes > 0 {
+		go func() {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if n := treeSize(l.incoming); n > p.MaxCopyBytes {
+						over <- n
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	c, err := p.run(ctx, spec, nil, "cp", "--provider", p.CrabboxProvider, "--id", id, "SANDBOX:"+workdir, l.incoming)
+	select {
+	case n := <-over:
+		return fmt.Errorf("the work directory of box %s is larger than the %d bytes policy allows to copy back (%d bytes had arrived)", id, p.MaxCopyBytes, n)
+	default:
+	}
+	switch {
+	case err != nil:
+		return err
+	case c.code != 0:
+		return fmt.Errorf("copy the work directory back from box %s: %w", id, c.err())
+	case p.MaxCopyBytes > 0 && treeSize(l.incoming) > p.MaxCopyBytes:
+		return fmt.Errorf("the work directory of box %s is larger than the %d bytes policy allows to copy back", id, p.MaxCopyBytes)
+	}
+	return nil
+}
+
+// treeSize adds up the sizes of everything under dir, never following a
+// symlink; what disappears while it looks is skipped.
+func treeSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

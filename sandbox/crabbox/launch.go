@@ -1,0 +1,182 @@
+package crabbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// Launch prepares `crabbox run --id ID --stop-after never --timing-json --
+// ARGV` from the seed repository: Crabbox syncs the base into the box's
+// work directory and runs the agent there. Nothing runs before Release.
+// The agent's environment (cmd.Env) reaches the box through an env profile
+// file (--env-from-profile, one --allow-env per name); the host's own
+// environment does not. Wall time and output are bounded on the host (a
+// host bound kills crabbox; the box's command is then stopped by Discard);
+// every other bound is the Crabbox provider's. It fails with ErrNoBox
+// before Create, and with sandbox.ErrUnavailable when the box is not there
+// and ready (`crabbox status --wait`).
+func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
+	b, err := readBox(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(cmd.Argv) == 0 {
+		return nil, fmt.Errorf("no agent command to run")
+	}
+	if err := p.alive(ctx, spec, b.ID); err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	args := []string{"run", "--provider", p.CrabboxProvider, "--id", b.ID, "--stop-after", "never", "--timing-json"}
+	if len(cmd.Env) > 0 {
+		names, err := writeEnvProfile(layout(spec).env, cmd.Env)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--env-from-profile", layout(spec).env)
+		for _, name := range names {
+			args = append(args, "--allow-env", name)
+		}
+	}
+	args = append(append(args, "--"), cmd.Argv...)
+	c, err := p.command(ctx, spec, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.Stdin = cmd.Stdin
+	enforcement := fmt.Sprintf("crabbox provider %s (its own isolation and limits); wall time and output watched on the host", p.CrabboxProvider)
+	proc := sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, enforcement)
+	// NewProc sends stderr to the output; keep its tail for the report.
+	stderr := &tail{max: maxStderr}
+	c.Stderr = io.MultiWriter(c.Stderr, stderr)
+	return &process{Proc: proc, spec: spec, box: b.ID, args: args, stderr: stderr}, nil
+}
+
+// process is a crabbox run: Wait reads how the run ended from Crabbox's
+// timing report rather than from crabbox's exit code.
+type process struct {
+	*sandbox.Proc
+	spec   sandbox.Spec
+	box    string
+	args   []string
+	stderr *tail
+
+	once sync.Once
+	exit sandbox.Exit
+	err  error
+}
+
+// Wait waits for crabbox and reports the agent's exit: the remote
+// command's own code (errorKind command-exit or none), or the wall bound
+// (timeout). A run Crabbox canceled or could not carry out
+// (provider-error, or no timing report at all) is an error.
+func (r *process) Wait() (sandbox.Exit, error) {
+	exit, err := r.Proc.Wait()
+	r.once.Do(func() {
+		os.Remove(layout(r.spec).env)
+		r.exit, r.err = exit, err
+		if err == nil && exit.Bound == "" {
+			r.exit, r.err = r.outcome(exit)
+		}
+	})
+	return r.exit, r.err
+}
+
+func (r *process) outcome(exit sandbox.Exit) (sandbox.Exit, error) {
+	rep, ok := findReport(r.stderr.String())
+	if !ok {
+		return exit, fmt.Errorf("crabbox run on box %s ended without its timing report: %w", r.box, call{args: r.args, code: exit.Code, stderr: r.stderr.String()}.err())
+	}
+	if rep.LeaseID != "" && rep.LeaseID != r.box {
+		return exit, fmt.Errorf("crabbox run reported lease %s, not the lease's box %s", rep.LeaseID, r.box)
+	}
+	// Crabbox exits with the remote command's code; a report that does not
+	// explain crabbox's own exit is not crabbox's (the agent can print
+	// anything on stderr before it).
+	if (rep.ErrorKind == "" && exit.Code != 0) || (rep.ErrorKind == "command-exit" && exit.Code != *rep.ExitCode) {
+		return exit, fmt.Errorf("crabbox run on box %s exited %d, which its timing report (errorKind %q, exit code %d) does not explain: %s", r.box, exit.Code, rep.ErrorKind, *rep.ExitCode, call{stderr: r.stderr.String()}.message())
+	}
+	if err := writeRun(r.spec, rep); err != nil {
+		return exit, err
+	}
+	switch rep.ErrorKind {
+	case "", "command-exit":
+		return sandbox.Exit{Code: *rep.ExitCode}, nil
+	case "timeout":
+		return sandbox.Exit{Code: *rep.ExitCode, Bound: sandbox.BoundWall, Detail: "crabbox reported the run timed out"}, nil
+	case "canceled":
+		return exit, fmt.Errorf("crabbox canceled the run on box %s", r.box)
+	case "provider-error":
+		return exit, fmt.Errorf("crabbox could not run the agent on box %s (provider error, run status %s): %s", r.box, rep.RunStatus, call{stderr: r.stderr.String()}.message())
+	}
+	return exit, fmt.Errorf("crabbox reported the run on box %s ended with an unknown errorKind %q", r.box, rep.ErrorKind)
+}
+
+// report is the part of Crabbox's timing report (run --timing-json) that
+// git-lease reads.
+type report struct {
+	LeaseID   string `json:"leaseId"`
+	ExitCode  *int   `json:"exitCode"`
+	RunStatus string `json:"runStatus"`
+	ErrorKind string `json:"errorKind"`
+	Workdir   string `json:"workdir"`
+}
+
+// findReport finds the timing report in crabbox's stderr: Crabbox prints it
+// as one JSON line after the agent has ended, so it is the last line that
+// decodes as a report (only crabbox's final error message may follow it).
+func findReport(stderr string) (report, bool) {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		var rep report
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &rep) == nil && rep.ExitCode != nil && rep.RunStatus != "" {
+			return rep, true
+		}
+	}
+	return report{}, false
+}
+
+// runRecord is run.json: the finished run's report.
+type runRecord struct {
+	Version int `json:"version"`
+	report
+}
+
+func writeRun(spec sandbox.Spec, rep report) error {
+	data, err := json.Marshal(runRecord{Version: 1, report: rep})
+	if err != nil {
+		return err
+	}
+	return writeFile(layout(spec).run, append(data, '\n'), 0o600)
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// writeEnvProfile writes env as a Crabbox env profile (NAME='value' lines,
+// which Crabbox's parser reads verbatim) and returns the names. Crabbox
+// cannot carry every value that way: a value with a quote, a line break,
+// "$(" or a backtick is refused, as are names Crabbox reserves.
+func writeEnvProfile(path string, env []string) ([]string, error) {
+	var b strings.Builder
+	var names []string
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case !envName.MatchString(name) || strings.HasPrefix(name, "CRABBOX_"):
+			return nil, fmt.Errorf("the agent's environment variable %q cannot go through Crabbox: it is not a shell name or is reserved by Crabbox", name)
+		case strings.ContainsAny(value, "'\n\r\x00`") || strings.Contains(value, "$("):
+			return nil, fmt.Errorf("the agent's environment variable %s cannot go through Crabbox's env profile: its value holds a quote, a line break, $( or a backtick", name)
+		}
+		fmt.Fprintf(&b, "%s='%s'\n", name, value)
+		names = append(names, name)
+	}
+	return names, writeFile(path, []byte(b.String()), 0o600)
+}

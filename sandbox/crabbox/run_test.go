@@ -1,0 +1,125 @@
+package crabbox
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// Crabbox's errorKind timeout is the wall bound, not an exit code.
+func TestRunTimeoutIsWallBound(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRABBOX_STANDIN_RUN_TIMEOUT", "200ms")
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sleep", "5"}})
+	if err != nil || exit.Bound != sandbox.BoundWall {
+		t.Fatalf("Wait = %+v, %v; want the wall bound", exit, err)
+	}
+}
+
+// A box that vanishes fails the run, and Create never replaces it;
+// Discard still confirms it gone.
+func TestVanishedBox(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRABBOX_STANDIN_VANISH", "run")
+	_, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "without its timing report") || !strings.Contains(err.Error(), "lease not found") {
+		t.Fatalf("Wait = %v", err)
+	}
+	t.Setenv("CRABBOX_STANDIN_VANISH", "")
+	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "is gone") {
+		t.Fatalf("Create after the box vanished = %v", err)
+	}
+	if n := len(w.calls("warmup")); n != 1 {
+		t.Errorf("%d warmups: a second box was leased", n)
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Launch needs a box, and an environment Crabbox can carry.
+func TestLaunchRefusals(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if _, err := p.Launch(t.Context(), spec, sandbox.Command{Argv: []string{"true"}}); !errors.Is(err, ErrNoBox) {
+		t.Fatalf("Launch before Create = %v", err)
+	}
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"Q=it's", "S=$(id)", "CRABBOX_LEASE_ID=x", "1X=y"} {
+		if _, err := p.Launch(t.Context(), spec, sandbox.Command{Argv: []string{"true"}, Env: []string{env}}); err == nil {
+			t.Errorf("Launch with %s succeeded", env)
+		}
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Discard counts stop's "not found" as done once the box is confirmed
+// gone, and refuses to forget a box that is still there.
+func TestDiscardConfirms(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRABBOX_STANDIN_STOP", "leave")
+	err := p.Discard(t.Context(), spec)
+	if err == nil || !strings.Contains(err.Error(), "not confirmed gone") || !strings.Contains(err.Error(), `state "ready"`) ||
+		!strings.Contains(err.Error(), "crabbox list") || !strings.Contains(err.Error(), "local claim") {
+		t.Fatalf("Discard of a box stop left = %v", err)
+	}
+	if _, err := os.Stat(layout(spec).box); err != nil {
+		t.Fatalf("an unconfirmed Discard lost the box record: %v", err)
+	}
+	t.Setenv("CRABBOX_STANDIN_STOP", "notfound")
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatalf("Discard with stop answering 4 = %v", err)
+	}
+	if boxes := w.boxes(); len(boxes) != 0 {
+		t.Errorf("boxes left: %v", boxes)
+	}
+}
+
+// A box leased but not recorded (crabbox interrupted before git-lease wrote
+// box.json) is found through the lease's own claims: Create adopts it
+// instead of leasing another, and Discard stops it.
+func TestUnrecordedBoxIsAdopted(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(layout(spec).box); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.calls("warmup")); n != 1 {
+		t.Errorf("%d warmups: a second box was leased", n)
+	}
+	if id, err := BoxID(spec); id != "cbx_0123456789ab" {
+		t.Fatalf("BoxID = %q, %v", id, err)
+	}
+	os.Remove(layout(spec).box)
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if boxes := w.boxes(); len(boxes) != 0 {
+		t.Errorf("boxes left: %v", boxes)
+	}
+}

@@ -1,0 +1,185 @@
+// Command crabbox-standin stands in for the Crabbox CLI (openclaw/crabbox,
+// checked against 0.46.0, commit 0bba5f7d) in git-lease's tests, where
+// Crabbox cannot be installed. It speaks the part of Crabbox's contract that
+// git-lease uses, with Crabbox's flags, output lines, JSON shapes and exit
+// codes, and keeps its "boxes" in local directories.
+//
+//	crabbox --version | version
+//	crabbox doctor   [--provider P] --json
+//	crabbox warmup   --provider P [--lease-id cbx_<12 hex>] [--ttl D] [--idle-timeout D] [--keep] [--slug S]
+//	crabbox run      --id ID [--provider P] [--stop-after never] [--timing-json] [--no-sync]
+//	                 [--allow-env NAME]… [--env-from-profile FILE]… -- ARGV…
+//	crabbox status   --id ID [--provider P] [--json] [--wait] [--wait-timeout D]   (inspect: the same)
+//	crabbox list     [--provider P] --json
+//	crabbox claims list --json
+//	crabbox cp       --id ID [--provider P] [-L] SRC DST   (exactly one of them SANDBOX:PATH)
+//	crabbox stop     [--provider P] (--id ID | ID)          (release: the same)
+//
+// Where things live, as in Crabbox: the provider's side (boxes, fixed-ID
+// tombstones) under $CRABBOX_STANDIN_ROOT, which plays the cloud; local
+// claims under $XDG_STATE_HOME/crabbox/claims/<id>.json. Each box has its
+// own file system directory; a run syncs the current repository (git
+// ls-files --cached --others --exclude-standard) to
+// /work/crabbox/<id>/<repo> in it and runs ARGV there directly (no shell),
+// with the remote stdout and stderr on its own, then prints the timing JSON
+// as one line on stderr, and "remote command exited N" after it when N is
+// not 0, exiting N. Downloads with cp carry regular files and directories
+// only, with modes 0644 and 0755, as Crabbox's hardened download does.
+// Config: $CRABBOX_CONFIG, else ./crabbox.yaml and ./.crabbox.yaml; only a
+// top-level "provider:" line is read (a --provider flag wins).
+//
+// Exit codes, as Crabbox: 0 ok; 2 usage or config; 3 auth; 4 not found or
+// lease_id_conflict; 5 wait timeout; 7 provider failure; any other code is
+// the remote command's own.
+//
+// Knobs (environment variables):
+//
+//	CRABBOX_STANDIN_ROOT         the provider's directory (required by box commands)
+//	CRABBOX_STANDIN_LOG          append one JSON line per invocation: argv, cwd,
+//	                             and the CRABBOX_CONFIG and XDG_STATE_HOME it saw
+//	CRABBOX_STANDIN_VERSION      the version --version prints (default 0.46.0)
+//	CRABBOX_STANDIN_AUTH=missing every provider command exits 3 (not logged in)
+//	                             and doctor reports a failed auth check
+//	CRABBOX_STANDIN_FIXED_ID=unsupported  warmup --lease-id exits 2, as for
+//	                             providers without fixed lease IDs
+//	CRABBOX_STANDIN_WARMUP=fail  warmup exits 7 before leasing anything
+//	CRABBOX_STANDIN_WARMUP=fail-after-lease  warmup prints its leased line,
+//	                             leaves the box provisioning and exits 5
+//	CRABBOX_STANDIN_RUN_TIMEOUT=D  a run longer than D is killed and reported
+//	                             with errorKind timeout
+//	CRABBOX_STANDIN_VANISH=run   the box disappears (as if expired) when a run
+//	                             starts: the run exits 4 without a report
+//	CRABBOX_STANDIN_CP_DELAY=D   cp sleeps D before each file (a slow copy)
+//	CRABBOX_STANDIN_STOP=notfound  stop removes the box but exits 4 "not found"
+//	CRABBOX_STANDIN_STOP=leave   stop says it deleted the box but leaves it
+//
+// A fixed --lease-id is bound to its create intent (provider, TTL, idle
+// timeout): replaying the same intent answers with the same box, a different
+// one exits 4 with lease_id_conflict, and a stopped fixed ID stays refused.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const defaultVersion = "0.46.0"
+
+// exitError ends the program with code after printing message on stderr.
+type exitError struct {
+	code    int
+	message string
+}
+
+func (e *exitError) Error() string { return e.message }
+
+func fail(code int, format string, args ...any) *exitError {
+	return &exitError{code: code, message: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	args := os.Args[1:]
+	logInvocation(args)
+	err := dispatch(args)
+	if err != nil {
+		if err.message != "" {
+			fmt.Fprintln(os.Stderr, err.message)
+		}
+		os.Exit(err.code)
+	}
+}
+
+func dispatch(args []string) *exitError {
+	if len(args) == 0 {
+		return fail(2, "missing command")
+	}
+	switch args[0] {
+	case "--version", "-v", "version":
+		fmt.Println(knob("VERSION", defaultVersion))
+		return nil
+	case "claims":
+		if len(args) < 2 || args[1] != "list" {
+			return fail(2, "usage: crabbox claims list [--json]")
+		}
+		return claimsList(args[2:])
+	case "doctor":
+		return doctor(args[1:])
+	}
+	commands := map[string]func([]string) *exitError{
+		"warmup": warmup, "run": runCommand, "status": status, "inspect": status,
+		"list": list, "cp": copyCommand, "stop": stop, "release": stop,
+	}
+	command, ok := commands[args[0]]
+	if !ok {
+		return fail(2, "unknown command %q", args[0])
+	}
+	if knob("AUTH", "") == "missing" {
+		return fail(3, "broker authentication failed: not logged in; run crabbox login --url <broker-url>")
+	}
+	return command(args[1:])
+}
+
+// knob reads CRABBOX_STANDIN_<name>.
+func knob(name, fallback string) string {
+	if v := os.Getenv("CRABBOX_STANDIN_" + name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// newFlags is a flag set that reports errors the way Crabbox does (exit 2).
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) *exitError {
+	if err := fs.Parse(args); err != nil {
+		return fail(2, "%v", err)
+	}
+	return nil
+}
+
+// configProvider is the top-level provider of the config file in use.
+func configProvider() string {
+	paths := []string{"crabbox.yaml", ".crabbox.yaml"}
+	if explicit := os.Getenv("CRABBOX_CONFIG"); explicit != "" {
+		paths = []string{explicit}
+	}
+	provider := ""
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "provider:"); ok {
+				provider = strings.Trim(strings.TrimSpace(v), `"'`)
+			}
+		}
+	}
+	return provider
+}
+
+func logInvocation(args []string) {
+	path := os.Getenv("CRABBOX_STANDIN_LOG")
+	if path == "" {
+		return
+	}
+	cwd, _ := os.Getwd()
+	line, _ := json.Marshal(map[string]any{
+		"argv": args, "cwd": cwd,
+		"config": os.Getenv("CRABBOX_CONFIG"), "state": os.Getenv("XDG_STATE_HOME"),
+	})
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.Write(append(line, '\n'))
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// report is Crabbox's timing JSON (the fields the stand-in fills).
+type report struct {
+	Provider    string `json:"provider"`
+	LeaseID     string `json:"leaseId,omitempty"`
+	Slug        string `json:"slug,omitempty"`
+	SyncMs      int64  `json:"syncMs"`
+	SyncSkipped bool   `json:"syncSkipped"`
+	CommandMs   int64  `json:"commandMs"`
+	TotalMs     int64  `json:"totalMs"`
+	EndToEndMs  int64  `json:"endToEndMs"`
+	ExitCode    int    `json:"exitCode"`
+	RunStatus   string `json:"runStatus,omitempty"`
+	ErrorKind   string `json:"errorKind,omitempty"`
+	RunID       string `json:"runId,omitempty"`
+	RepoPath    string `json:"repoPath,omitempty"`
+	Workdir     string `json:"workdir,omitempty"`
+	StopCommand string `json:"stopCommand,omitempty"`
+}
+
+func runCommand(args []string) *exitError {
+	fs := newFlags("run")
+	fs.String("provider", "", "")
+	id := fs.String("id", "", "")
+	stopAfter := fs.String("stop-after", "", "")
+	timingJSON := fs.Bool("timing-json", false, "")
+	noSync := fs.Bool("no-sync", false, "")
+	var allow, profiles stringList
+	fs.Var(&allow, "allow-env", "")
+	fs.Var(&profiles, "env-from-profile", "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return fail(2, "usage: crabbox run [flags] -- <command...>")
+	}
+	if *id == "" {
+		return fail(2, "the stand-in only runs on an existing lease: pass --id")
+	}
+	if *stopAfter != "" && *stopAfter != "never" {
+		return fail(2, "the stand-in supports --stop-after never only")
+	}
+	root, err := providerRoot()
+	if err != nil {
+		return err
+	}
+	b, err := loadBox(root, *id)
+	if err != nil {
+		return err
+	}
+	if knob("VANISH", "") == "run" {
+		os.RemoveAll(boxDir(root, b.ID))
+		return fail(4, "lease not found: %s", b.ID)
+	}
+	repo, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	remote := path.Join("/work/crabbox", b.ID, filepath.Base(repo))
+	workdir := filepath.Join(boxFS(root, b.ID), remote)
+	if !*noSync {
+		if err := syncRepo(repo, workdir); err != nil {
+			return err
+		}
+	}
+	env, err := remoteEnv(b, allow, profiles)
+	if err != nil {
+		return err
+	}
+	syncDone := time.Now()
+	code, kind := execute(argv, workdir, env)
+	rep := report{
+		Provider: b.Provider, LeaseID: b.ID, Slug: b.Slug, SyncMs: syncDone.Sub(started).Milliseconds(),
+		SyncSkipped: *noSync, CommandMs: time.Since(syncDone).Milliseconds(), TotalMs: time.Since(started).Milliseconds(),
+		EndToEndMs: time.Since(started).Milliseconds(), ExitCode: code, RunStatus: "succeeded", ErrorKind: kind,
+		RunID: "run_" + b.ID[4:], RepoPath: repo, Workdir: remote, StopCommand: "crabbox stop " + b.ID,
+	}
+	switch kind {
+	case "command-exit":
+		rep.RunStatus = "failed"
+	case "timeout":
+		rep.RunStatus = "timed-out"
+	}
+	fmt.Fprintf(os.Stderr, "command complete in %s total=%s\n", time.Since(syncDone).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "run details provider=%s lease=%s slug=%s repo=%s workdir=%s\n", b.Provider, b.ID, b.Slug, repo, remote)
+	if *timingJSON {
+		line, _ := json.Marshal(rep)
+		fmt.Fprintf(os.Stderr, "%s\n", line)
+	}
+	switch {
+	case kind == "timeout":
+		return fail(1, "context deadline exceeded")
+	case code != 0:
+		return fail(code, "remote command exited %d", code)
+	}
+	return nil
+}
+
+// execute runs argv in workdir with env, with the remote output on the
+// stand-in's own, and says how it ended.
+func execute(argv []string, workdir string, env []string) (code int, errorKind string) {
+	ctx := context.Background()
+	if d, err := time.ParseDuration(knob("RUN_TIMEOUT", "")); err == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = workdir, env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return 124, "timeout"
+	case errors.As(err, &exit):
+		return exit.ExitCode(), "command-exit"
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		return 127, "command-exit"
+	}
+	return 0, ""
+}
+
+// remoteEnv is the command's environment: the box's own, Crabbox's
+// execution metadata, and the allowlisted names (CI and NODE_OPTIONS by
+// default, plus --allow-env) from the local environment or, winning, from
+// the env profiles.
+func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
+	values := map[string]string{}
+	allowed := append([]string{"CI", "NODE_OPTIONS"}, allow...)
+	for _, name := range allowed {
+		if v, ok := os.LookupEnv(name); ok {
+			values[name] = v
+		}
+	}
+	for _, p := range profiles {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fail(2, "read env profile %s: %v", p, err)
+		}
+		for name, v := range parseProfile(data) {
+			for _, a := range allowed {
+				if a == name {
+					values[name] = v
+				}
+			}
+		}
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "CRABBOX_LEASE_ID=" + b.ID, "CRABBOX_RUN_ID=run_" + b.ID[4:], "CRABBOX_SLUG=" + b.Slug}
+	for name, v := range values {
+		env = append(env, name+"="+v)
+	}
+	return env, nil
+}
+
+// parseProfile reads KEY=value lines; a value in single quotes is taken
+// verbatim, as Crabbox's env profile parser does.
+func parseProfile(data []byte) map[string]string {
+	out := map[string]string{}
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		key, value, ok := strings.Cut(strings.TrimSpace(string(line)), "=")
+		if !ok || strings.HasPrefix(key, "#") {
+			continue
+		}
+		if len(value) >= 2 && value[0] == '\'' && value[len(value)-1] == '\'' {
+			value = value[1 : len(value)-1]
+		}
+		out[key] = value
+	}
+	return out
+}
+
+// syncRepo mirrors the repository's tracked and untracked-not-ignored files
+// into workdir, replacing what was there.
+func syncRepo(repo, workdir string) *exitError {
+	cmd := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return fail(6, "build sync file list: %v", err)
+	}
+	if err := os.RemoveAll(workdir); err != nil {
+		return fail(7, "reset remote workdir: %v", err)
+	}
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		return fail(7, "create remote workdir: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		if err := copyEntry(filepath.Join(repo, name), filepath.Join(workdir, name), true); err != nil {
+			return fail(6, "rsync failed: %v", err)
+		}
+	}
+	return nil
+}
+
+// copyEntry copies one file or symlink (keepModes: with its mode; else
+// 0644), making parent directories.
+func copyEntry(src, dst string, keepModes bool) error {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if info.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	}
+	mode := os.FileMode(0o644)
+	if keepModes {
+		mode = info.Mode().Perm()
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}
