@@ -31,6 +31,19 @@ type Spec struct {
 	Limits Limits
 	// ReadOnly lists extra host paths the agent may read (never write).
 	ReadOnly []string
+	// ProxySocket, when set, is the host path of the Unix socket on which
+	// the lease's network proxy listens: the provider makes it the agent's
+	// only way out, through a forwarder on the sandbox's loopback that the
+	// agent's proxy variables name. Empty means no network at all.
+	ProxySocket string
+	// Files are host files the agent may read (never write) at a path of
+	// its own: the lease's credential files.
+	Files []HostFile
+}
+
+// HostFile is a host file shown read-only to the agent at Path.
+type HostFile struct {
+	Host, Path string
 }
 
 // Limits are the resource bounds of one agent run. Zero means no bound.
@@ -98,6 +111,25 @@ type Process interface {
 	// Enforcement says how the bounds are enforced (for example "cgroup v2",
 	// "rlimits"), for the lease record.
 	Enforcement() string
+}
+
+// Bypass counts what a sandbox's own network stack refused to send: each a
+// connection or datagram that tried to leave the sandbox without the proxy.
+type Bypass struct {
+	// NoRoute counts TCP connections and UDP datagrams to addresses outside
+	// the sandbox (the sandbox has no route): direct connections, and DNS
+	// queries to a resolver outside it.
+	NoRoute int64 `json:"no_route"`
+	// ClosedUDP counts UDP datagrams to a closed port on the sandbox's own
+	// loopback: DNS queries to a local resolver (127.0.0.53, or 127.0.0.1
+	// when there is no resolver configuration) land here.
+	ClosedUDP int64 `json:"closed_udp"`
+}
+
+// BypassCounter is implemented by a Process whose sandbox can count what
+// its network stack refused. Bypass is complete once Wait has returned.
+type BypassCounter interface {
+	Bypass() Bypass
 }
 
 // ErrUnavailable is returned when a provider cannot be provisioned on this

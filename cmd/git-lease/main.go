@@ -20,6 +20,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == bwrap.InitArg {
 		bwrap.Init() // the sandbox's init: never returns
 	}
+	if len(os.Args) > 1 && os.Args[1] == bwrap.ForwardArg {
+		bwrap.RunForwarder(os.Args[2:]) // the sandbox's network forwarder: never returns
+	}
 	os.Exit(run(os.Args))
 }
 

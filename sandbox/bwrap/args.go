@@ -13,7 +13,8 @@ import (
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // bwrapOptions is the whole sandbox: what the agent sees and nothing else.
-func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
+// self is the git-lease binary, which a lease with a network runs inside.
+func bwrapOptions(self string, spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	a := []string{
 		"--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
 		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
@@ -35,6 +36,7 @@ func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	for _, ro := range spec.ReadOnly {
 		a = append(a, "--ro-bind", ro, ro)
 	}
+	a = append(a, leaseBinds(self, spec)...)
 	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if spec.Limits.DiskBytes > 0 {
@@ -60,10 +62,18 @@ func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	return a
 }
 
-// gatedCommand runs the agent's argv behind the gate.
-func gatedCommand(argv []string) []string {
-	return append([]string{"/bin/sh", "-c", gateScript, "lease-gate"}, argv...)
+// gatedCommand runs the agent's argv behind the gate, which first starts
+// the network forwarder when the lease has a network.
+func gatedCommand(argv []string, network bool) []string {
+	script := gateScript
+	if network {
+		script = forwarderScript + gateScript
+	}
+	return append([]string{"/bin/sh", "-c", script, "lease-gate"}, argv...)
 }
+
+// AgentPATH is the agent's PATH: the system's directories, read-only.
+const AgentPATH = "/usr/local/bin:/usr/bin:/bin"
 
 // hostEnvAllowed are the only host variables an agent sees: terminal and
 // locale settings, which carry no secrets.
@@ -74,7 +84,7 @@ var hostEnvAllowed = []string{"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
 // policy names for it).
 func agentEnv(spec sandbox.Spec, extra []string) []string {
 	env := []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"PATH=" + AgentPATH,
 		"HOME=" + agentHome, "USER=agent", "LOGNAME=agent", "SHELL=/bin/sh",
 		"TMPDIR=/tmp", "LEASE_ID=" + spec.ID, "LEASE_WORKDIR=" + workDir,
 	}

@@ -128,9 +128,10 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	d := layout(spec)
 	lim := newLimiter(spec)
+	cmd.Env = append(networkEnv(spec), cmd.Env...)
 	init := initSpec{
-		Lower: lowerDir(spec), Upper: d.upper, Work: d.work, Merged: d.merged,
-		Bwrap: bwrapPath, Options: bwrapOptions(spec, d, cmd), Command: gatedCommand(cmd.Argv), Rlimits: lim.rlimits(),
+		Lower: lowerDir(spec), Upper: d.upper, Work: d.work, Merged: d.merged, Bwrap: bwrapPath,
+		Options: bwrapOptions(p.Self, spec, d, cmd), Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -184,8 +185,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		proc.Wait()
 		return nil, err
 	}
-	lim.started(c.Process.Pid)
-	return proc, nil
+	first := sandboxPID(c.Process.Pid)
+	lim.started(first)
+	return &process{Proc: proc, counters: openCounters(first)}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -25,6 +25,9 @@ type limiter struct {
 	limits sandbox.Limits
 	upper  string
 	cg     *cgroup // nil: rlimits only
+	// threads is headroom under RLIMIT_NPROC for the sandbox's own
+	// processes: bwrap, the gate, and the network forwarder if any.
+	threads int64
 
 	mu       sync.Mutex
 	pidns    string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
@@ -33,7 +36,11 @@ type limiter struct {
 }
 
 func newLimiter(spec sandbox.Spec) *limiter {
-	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits)}
+	threads := int64(3) // bwrap, its reaper and the gate shell
+	if spec.ProxySocket != "" {
+		threads += forwarderThreads
+	}
+	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits), threads: threads}
 }
 
 // enforcement names the kernel mechanism, for the lease record.
@@ -60,8 +67,7 @@ func (l *limiter) rlimits() []rlimit {
 	}
 	add(unix.RLIMIT_FSIZE, l.limits.DiskBytes)
 	if l.limits.Processes > 0 {
-		// bwrap, its reaper and the gate shell are processes too.
-		add(unix.RLIMIT_NPROC, int64(l.limits.Processes)+3)
+		add(unix.RLIMIT_NPROC, int64(l.limits.Processes)+l.threads)
 	}
 	add(unix.RLIMIT_DATA, l.limits.MemoryBytes)
 	return out
@@ -76,19 +82,27 @@ func (l *limiter) attach(pid int) error {
 	return l.cg.add(pid)
 }
 
-// started learns the sandbox's pid namespace from bwrap's child.
-func (l *limiter) started(pid int) {
+// sandboxPID is the sandbox's first process (its PID 1, the gate): the
+// child of bwrap, which is pid. It is 0 when it cannot be found.
+func sandboxPID(pid int) int {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(pid), "children"))
 	if err != nil {
-		return
+		return 0
 	}
 	for _, child := range strings.Fields(string(b)) {
-		if ns, err := os.Readlink("/proc/" + child + "/ns/pid"); err == nil {
-			l.mu.Lock()
-			l.pidns = ns
-			l.mu.Unlock()
-			return
+		if n, err := strconv.Atoi(child); err == nil {
+			return n
 		}
+	}
+	return 0
+}
+
+// started learns the sandbox's pid namespace from its first process.
+func (l *limiter) started(first int) {
+	if ns, err := os.Readlink("/proc/" + strconv.Itoa(first) + "/ns/pid"); err == nil && first > 0 {
+		l.mu.Lock()
+		l.pidns = ns
+		l.mu.Unlock()
 	}
 }
 
