@@ -23,12 +23,13 @@ type CleanupOptions struct {
 }
 
 // CleanupLease removes a settled lease's runtime resources (its sandbox and
-// the base it alone used, the review worktree unless it holds human edits
-// the lease did not record, its local run directory) and records a cleanup
-// receipt saying how each removal was confirmed. The log, the branch and
-// the result stay, so show, diff, review and apply still work. It is
-// idempotent: when everything is already gone and the recorded state is
-// confirmed, it writes nothing and reports changed = false.
+// the base it alone used, any copies of credential files a crash left, the
+// review worktree unless it holds human edits the lease did not record, its
+// local run directory) and records a cleanup receipt saying how each
+// removal was confirmed. The log, the branch and the result stay, so show,
+// diff, review and apply still work. It is idempotent: when everything is
+// already gone and the recorded state is confirmed, it writes nothing and
+// reports changed = false.
 func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cleanup, changed bool, err error) {
 	if !x.Lease.State.Settled() {
 		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
@@ -55,6 +56,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	}
 	add(x.discardSandbox(ctx))
 	fault("cleanup:sandbox")
+	if item, ok := x.removeCredentialFiles(); ok {
+		add(item)
+	}
 	add(x.removeWorktree(ctx, opts.KeepEdits))
 	fault("cleanup:worktree")
 	if prev != nil && sameOutcome(prev, c) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,11 @@ type Policy struct {
 	Credentials []string     `toml:"credentials" json:"credentials"`
 	Result      ResultPolicy `toml:"result" json:"result"`
 	Checks      []string     `toml:"checks" json:"checks"`
+	// Agents (presets, [agents.NAME]) and CredentialFiles (credential name
+	// -> host file) may be set in trusted policy only: they name programs
+	// and files of the user's machine, so no record holds them.
+	Agents          map[string]AgentPreset `toml:"agents" json:"-"`
+	CredentialFiles map[string]string      `toml:"credential_files" json:"-"`
 }
 
 // Limits bound one agent run.
@@ -83,6 +89,13 @@ type Effective struct {
 	// SourceTrusted or ".lease.toml at <commit>". (Never a local path: the
 	// record is pushed.)
 	Sources map[string]string `json:"sources"`
+	// trustedAllow is the trusted allowlist (with the agent preset's
+	// destinations) before any narrowing: a lease's proxy is built from it,
+	// so that a name admitted only through a wildcard keeps the wildcard's
+	// limits (see netproxy.Allowlist.Narrow).
+	trustedAllow []string
+	// agent is the preset the policy was loaded for, if any.
+	agent *namedPreset
 }
 
 // Where a setting came from.
@@ -140,8 +153,16 @@ func configHome() string {
 
 // LoadPolicy computes the effective policy for a lease on base: defaults,
 // then the trusted file (which may set anything), then the repository's
-// .lease.toml from base (which may only narrow).
+// .lease.toml from base (which may only narrow). A zero base skips the
+// .lease.toml.
 func LoadPolicy(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
+	return loadPolicy(repo, base, "")
+}
+
+// loadPolicy is LoadPolicy for a lease that runs agent preset agent (when
+// not empty): the preset's read-only paths, destinations and credentials
+// join the trusted policy before the .lease.toml narrows it.
+func loadPolicy(repo *refs.Repo, base plumbing.Hash, agent string) (*Effective, error) {
 	eff := &Effective{Policy: DefaultPolicy(), Sources: map[string]string{}}
 	path, err := TrustedPolicyPath(repo)
 	if err != nil {
@@ -158,6 +179,10 @@ func LoadPolicy(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	if err := eff.addAgent(agent); err != nil {
+		return nil, err
+	}
+	eff.trustedAllow = slices.Clone(eff.Network.Allow)
 	if !base.IsZero() {
 		b, err := repo.ReadFile(base, repoPolicyFile, 1<<20)
 		if err == nil {
@@ -197,13 +222,16 @@ func decodePolicy(b []byte, p *Policy) ([]string, error) {
 		return nil, fmt.Errorf("unknown setting %q (known: %s)", un[0].String(), strings.Join(policyKeys, ", "))
 	}
 	var keys []string
-	for _, k := range policyKeys {
+	for _, k := range append(slices.Clone(policyKeys), trustedOnlyKeys...) {
 		if md.IsDefined(strings.Split(k, ".")...) {
 			keys = append(keys, k)
 		}
 	}
 	return keys, nil
 }
+
+// trustedOnlyKeys are the settings a .lease.toml may not touch at all.
+var trustedOnlyKeys = []string{"agents", "credential_files"}
 
 // narrow applies a repository's request, refusing any widening with the
 // key and both values.
@@ -239,7 +267,7 @@ func narrow(eff *Effective, b []byte, source string) error {
 		case "read_only":
 			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
 		case "network.allow":
-			err = subsetOf(k, req.Network.Allow, trusted.Network.Allow, destinationCovers, wider)
+			err = narrowNetwork(k, req.Network.Allow, trusted.Network.Allow, wider)
 		case "credentials":
 			err = subset(k, req.Credentials, trusted.Credentials, wider)
 		case "result.max_files":
@@ -260,6 +288,8 @@ func narrow(eff *Effective, b []byte, source string) error {
 			req.Result.Protected = union(trusted.Result.Protected, req.Result.Protected)
 		case "checks":
 			req.Checks = union(trusted.Checks, req.Checks)
+		case "agents", "credential_files":
+			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: agent presets and credential files name programs and files of your machine", ErrWiden, source, k)
 		}
 		if err != nil {
 			return err
@@ -287,30 +317,18 @@ func (p Policy) clone() Policy {
 	p.Credentials = slices.Clone(p.Credentials)
 	p.Result.Protected = slices.Clone(p.Result.Protected)
 	p.Checks = slices.Clone(p.Checks)
+	p.Agents = maps.Clone(p.Agents)
+	p.CredentialFiles = maps.Clone(p.CredentialFiles)
 	return p
 }
 
 func subset(key string, asked, allowed []string, wider func(string, any, any) error) error {
-	return subsetOf(key, asked, allowed, func(a, b string) bool { return a == b }, wider)
-}
-
-func subsetOf(key string, asked, allowed []string, covers func(allowed, asked string) bool, wider func(string, any, any) error) error {
 	for _, a := range asked {
-		if !slices.ContainsFunc(allowed, func(t string) bool { return covers(t, a) }) {
+		if !slices.Contains(allowed, a) {
 			return wider(key, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", allowed))
 		}
 	}
 	return nil
-}
-
-// destinationCovers reports whether a trusted destination allows asked:
-// the same, or asked is a name under a trusted "*.domain" with the same port.
-func destinationCovers(trusted, asked string) bool {
-	if trusted == asked {
-		return true
-	}
-	suffix, ok := strings.CutPrefix(trusted, "*")
-	return ok && strings.HasPrefix(suffix, ".") && strings.HasSuffix(asked, suffix) && len(asked) > len(suffix)
 }
 
 func union(a, b []string) []string {
@@ -336,5 +354,5 @@ func (e *Effective) validate() error {
 			return fmt.Errorf("read_only = %q (%s): use clean absolute paths", p, e.Sources["read_only"])
 		}
 	}
-	return nil
+	return e.validateAccess()
 }

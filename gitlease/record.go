@@ -46,6 +46,11 @@ type Lease struct {
 	// Policy is the effective policy: names of credentials, never values.
 	Policy       *Effective `json:"policy"`
 	PolicyDigest string     `json:"policy_digest"`
+	// Credentials are the credentials the agent received: names and
+	// fingerprints, never values.
+	Credentials []CredentialRecord `json:"credentials,omitempty"`
+	// Network is the bounded record of the lease's network.
+	Network *NetworkRecord `json:"network,omitempty"`
 	// Enforcement says how the sandbox enforced the resource bounds.
 	Enforcement string `json:"enforcement,omitempty"`
 	// Reason says why the lease failed, was quarantined or canceled.
@@ -54,6 +59,8 @@ type Lease struct {
 	// extra check commands, and workspace files to keep.
 	Checks    []string `json:"checks,omitempty"`
 	Artifacts []string `json:"artifacts,omitempty"`
+	// AgentPreset is the agent preset the lease was started with (--agent).
+	AgentPreset string `json:"agent_preset,omitempty"`
 	// Agent is how the agent's run ended.
 	Agent *AgentRun `json:"agent,omitempty"`
 	// Result is the collected result, once there is one.

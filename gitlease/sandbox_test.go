@@ -17,10 +17,14 @@ import (
 )
 
 // TestMain lets this test binary serve as the sandbox's init when the
-// bwrap provider re-executes it, as the git-lease binary does.
+// bwrap provider re-executes it, and as its network forwarder, as the
+// git-lease binary does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == bwrap.InitArg {
 		bwrap.Init()
+	}
+	if len(os.Args) > 1 && os.Args[1] == bwrap.ForwardArg {
+		bwrap.RunForwarder(os.Args[2:])
 	}
 	os.Exit(m.Run())
 }

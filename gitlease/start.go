@@ -30,6 +30,15 @@ type StartOptions struct {
 	Checks    []string
 	Artifacts []string
 	Command   []string
+	// Agent names an agent preset (see Agents), which gives the command and
+	// the destinations and credentials its agent uses, instead of Command.
+	// Prompt goes into the preset's command.
+	Agent  string
+	Prompt string
+	// Net picks the lease's destinations from its allowlist; Credentials
+	// asks for credentials that policy allows. Sandboxed leases only.
+	Net         []string
+	Credentials []string
 	// Output receives the agent's output live (nil: discarded).
 	Output io.Writer
 	// Progress receives one line per step (nil: discarded).
@@ -43,8 +52,11 @@ type StartOptions struct {
 // error before the first log entry leaves nothing behind; after it, the
 // lease records what went wrong and the execution is returned with it.
 func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution, error) {
-	if len(opts.Command) == 0 {
+	if len(opts.Command) == 0 && opts.Agent == "" {
 		return nil, errors.New("no agent command: give it after --, as in git lease start -- make fix")
+	}
+	if len(opts.Command) > 0 && opts.Agent != "" {
+		return nil, fmt.Errorf("--agent %s gives the agent's command: give either --agent or a command after --", opts.Agent)
 	}
 	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
 		return nil, err
@@ -68,7 +80,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 			return nil, err
 		}
 	}
-	policy, err := LoadPolicy(repo, base)
+	policy, err := loadPolicy(repo, base, opts.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +89,10 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		return nil, err
 	}
 	if err := provider.Check(); err != nil {
+		return nil, err
+	}
+	l, err := prepareLaunch(policy, opts, provider.Sandboxed())
+	if err != nil {
 		return nil, err
 	}
 	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
@@ -90,8 +106,8 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
-		Command: opts.Command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
-		Checks: opts.Checks, Artifacts: opts.Artifacts,
+		Command: l.command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
+		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: l.records(),
 	}}
 	progress := opts.Progress
 	if progress == nil {
@@ -111,7 +127,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
 	fault("start:provisioning")
-	return x, x.run(ctx, provider, opts.Output, progress)
+	return x, x.run(ctx, provider, l, opts.Output, progress)
 }
 
 // newID picks an unused ID: no log, no branch, no worktree directory.
@@ -214,7 +230,7 @@ func (x *Execution) spec() sandbox.Spec {
 }
 
 // run takes a provisioning lease through the agent's run to its result.
-func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.Writer, progress io.Writer) error {
+func (x *Execution) run(ctx context.Context, provider sandbox.Provider, l *launch, live io.Writer, progress io.Writer) error {
 	spec := x.spec()
 	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
 		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
@@ -236,10 +252,15 @@ func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.
 	if live != nil {
 		out = io.MultiWriter(logFile, live)
 	}
-	cmd := sandbox.Command{Argv: x.Lease.Command, Output: out}
+	cmd := sandbox.Command{Argv: x.Lease.Command, Output: out, Env: l.env}
 	if !provider.Sandboxed() {
-		cmd.Env = []string{"LEASE_ID=" + string(x.Lease.ID)}
+		cmd.Env = append(cmd.Env, "LEASE_ID="+string(x.Lease.ID))
 	}
+	a, err := x.openAccess(l, &spec, &cmd)
+	if err != nil {
+		return x.fail(ctx, err.Error(), err)
+	}
+	defer a.close(nil)
 	proc, err := provider.Launch(ctx, spec, cmd)
 	if err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
@@ -258,18 +279,20 @@ func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.
 		runErr = waitErr
 	}
 	logFile.Close()
+	network, files, findings := a.close(proc)
 	output, outputBytes, err := readHeadTail(logPath)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
 	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
-	files := map[string][]byte{outputFile: output}
+	files[outputFile] = a.redact.bytes(output)
+	ran := func(r *Lease) { r.Agent, r.Network, r.Findings = agent, network, findings }
 	if runErr != nil {
 		agent.Code = 127
 		reason := fmt.Sprintf("agent could not start: %v", runErr)
-		return x.Move(ctx, Failed, func(l *Lease) { l.Agent, l.Reason = agent, reason }, files)
+		return x.Move(ctx, Failed, func(r *Lease) { ran(r); r.Reason = reason }, files)
 	}
-	if err := x.Move(ctx, Collecting, func(l *Lease) { l.Agent = agent }, files); err != nil {
+	if err := x.Move(ctx, Collecting, ran, files); err != nil {
 		return err
 	}
 	fault("start:collecting")

@@ -1,0 +1,126 @@
+package gitlease
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"github.com/git-lease/git-lease/sandbox/netproxy"
+)
+
+var (
+	// envName is a credential's or a preset variable's name.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// agentName is a preset's name, and a Herdr agent kind (Herdr's own
+	// rule for agent IDs).
+	agentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+)
+
+// validateAccess checks the settings that reach outside the sandbox:
+// destinations, credential names and files, and agent presets.
+func (e *Effective) validateAccess() error {
+	if _, err := parseAllowlist(e.Network.Allow); err != nil {
+		return fmt.Errorf("network.allow (%s): %w", e.Sources["network.allow"], err)
+	}
+	for _, c := range e.Credentials {
+		if !envName.MatchString(c) {
+			return fmt.Errorf("credentials = [%q] (%s): a credential is named like an environment variable (letters, digits, _)", c, e.Sources["credentials"])
+		}
+	}
+	for name, path := range e.CredentialFiles {
+		if !envName.MatchString(name) {
+			return fmt.Errorf("credential_files.%s (trusted policy): a credential is named like an environment variable (letters, digits, _)", name)
+		}
+		if !filepath.IsAbs(expandHome(path)) {
+			return fmt.Errorf("credential_files.%s = %q (trusted policy): use an absolute path or ~/…", name, path)
+		}
+	}
+	for _, p := range presets(e.Policy) {
+		if err := p.validate(); err != nil {
+			return fmt.Errorf("agent preset %s (%s): %w", p.Name, p.Source, err)
+		}
+	}
+	return nil
+}
+
+// validate checks a preset's own settings.
+func (p namedPreset) validate() error {
+	switch {
+	case !agentName.MatchString(p.Name):
+		return errors.New("name it with lowercase letters, digits and '-', starting with a letter")
+	case len(p.Command) == 0 || p.Command[0] == "":
+		return errors.New(`command is empty: give the argv that starts the agent, as in command = ["claude", "-p", "{prompt}"]`)
+	case p.HerdrAgent != "" && !agentName.MatchString(p.HerdrAgent):
+		return fmt.Errorf("herdr_agent = %q: Herdr names agents with lowercase letters, digits and '-'", p.HerdrAgent)
+	}
+	for _, ro := range p.ReadOnly {
+		if !filepath.IsAbs(ro) || filepath.Clean(ro) != ro {
+			return fmt.Errorf("read_only = [%q]: use clean absolute paths", ro)
+		}
+	}
+	if _, err := parseAllowlist(p.Network); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	for _, c := range p.Credentials {
+		if !envName.MatchString(c) {
+			return fmt.Errorf("credentials = [%q]: a credential is named like an environment variable", c)
+		}
+	}
+	for k := range p.Env {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("env.%s: not an environment variable name", k)
+		}
+	}
+	return nil
+}
+
+// parseAllowlist parses destinations as netproxy reads them.
+func parseAllowlist(dests []string) (netproxy.Allowlist, error) {
+	out := make(netproxy.Allowlist, 0, len(dests))
+	for _, s := range dests {
+		d, err := netproxy.ParseDest(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// narrowNetwork refuses a requested destination that the trusted
+// allowlist does not cover (netproxy's rules: a wildcard covers names under
+// its domain on its port, never the domain itself; an IP address only
+// itself).
+func narrowNetwork(key string, asked, trusted []string, wider func(string, any, any) error) error {
+	t, err := parseAllowlist(trusted)
+	if err != nil {
+		return fmt.Errorf("%s (trusted policy): %w", key, err)
+	}
+	for _, a := range asked {
+		r, err := parseAllowlist([]string{a})
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if _, err := t.Narrow(r); err != nil {
+			return wider(key, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", trusted))
+		}
+	}
+	return nil
+}
+
+// leaseAllowlist is the allowlist the lease's proxy enforces: the lease's
+// destinations as the trusted allowlist admits them, so that a name
+// admitted only through a wildcard may not resolve to a private address
+// even when a .lease.toml or --net lists it by name.
+func (e *Effective) leaseAllowlist() (netproxy.Allowlist, error) {
+	t, err := parseAllowlist(e.trustedAllow)
+	if err != nil {
+		return nil, err
+	}
+	r, err := parseAllowlist(e.Network.Allow)
+	if err != nil {
+		return nil, err
+	}
+	return t.Narrow(r)
+}

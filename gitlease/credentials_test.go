@@ -1,0 +1,148 @@
+package gitlease
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/refs/refstest"
+)
+
+func randomSecret(t *testing.T) string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "secret-" + hex.EncodeToString(b)
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// TestSandboxCredentialReachesOnlyItsLease gives one lease a credential in
+// an environment variable and one in a file, while a second lease runs
+// beside it: only the first agent sees them, neither value reaches the
+// log or the pushed refs (the first agent even prints them), and the file
+// is gone when the agent ends and after cleanup, which lists it.
+func TestSandboxCredentialReachesOnlyItsLease(t *testing.T) {
+	token, key := randomSecret(t), randomSecret(t)
+	keyFile := filepath.Join(t.TempDir(), "key.txt")
+	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
+	t.Setenv("GITLEASE_TEST_TOKEN", token)
+	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+
+	first := `printf %s "$GITLEASE_TEST_TOKEN" | sha256sum; tr -d '\n' < "$GITLEASE_TEST_KEY" | sha256sum
+echo "by accident: $GITLEASE_TEST_TOKEN $(cat "$GITLEASE_TEST_KEY")"
+` + attempt("write-key-file", `echo x > "$GITLEASE_TEST_KEY"`) + "sleep 3\n"
+	second := attempt("env", "env | grep -q GITLEASE_TEST") +
+		attempt("credentials-dir", "ls /run/lease/credentials") +
+		attempt("proc-environ", "cat /proc/[0-9]*/environ | grep -aq GITLEASE_TEST_TOKEN=") +
+		attempt("host-copies", "ls "+repo.LeaseDir("runs")+"/*/credentials")
+
+	type run struct {
+		x   *Execution
+		out string
+	}
+	done := make(chan run, 1)
+	go func() {
+		var out bytes.Buffer
+		x, err := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"bash", "-c", first},
+			Credentials: []string{"GITLEASE_TEST_TOKEN", "GITLEASE_TEST_KEY"}, Output: &out})
+		if err != nil {
+			out.WriteString(err.Error())
+		}
+		done <- run{x, out.String()}
+	}()
+	waitForCredentialFiles(t, repo)
+	other, out2 := runLease(t, repo, StartOptions{}, second)
+	requireBlocked(t, out2, "env", "credentials-dir", "proc-environ", "host-copies")
+	r := <-done
+	if r.x == nil || r.x.Lease.State != Review {
+		t.Fatalf("the first lease did not finish:\n%s", r.out)
+	}
+	x := r.x
+	requireBlocked(t, r.out, "write-key-file")
+	if !strings.Contains(r.out, sha256Hex(token)) || !strings.Contains(r.out, sha256Hex(key)) {
+		t.Fatalf("the agent did not receive its credentials:\n%s", r.out)
+	}
+	if len(other.Lease.Credentials) != 0 || len(other.Lease.Policy.Credentials) != 0 {
+		t.Fatalf("the second lease records credentials: %+v", other.Lease.Credentials)
+	}
+
+	got := x.Lease.Credentials // sorted by name
+	if len(got) != 2 || got[0].Name != "GITLEASE_TEST_KEY" || got[0].Kind != "file" || got[1].Kind != "env" ||
+		got[0].Fingerprint != "sha256:"+sha256Hex(key + "\n")[:16] || got[1].Fingerprint != "sha256:"+sha256Hex(token)[:16] {
+		t.Fatalf("credential records %+v", got)
+	}
+	stored, err := x.Output()
+	if err != nil || !bytes.Contains(stored, []byte("by accident: [credential GITLEASE_TEST_TOKEN] [credential GITLEASE_TEST_KEY]")) {
+		t.Fatalf("the stored output is not redacted (%v):\n%s", err, stored)
+	}
+	copies := filepath.Join(x.RunDir(), credentialsDir)
+	if _, err := os.Lstat(copies); err == nil {
+		t.Fatalf("%s outlived the agent", copies)
+	}
+
+	// A crash would leave the copy behind: cleanup removes it and says so.
+	must(t, os.MkdirAll(copies, 0o700))
+	must(t, os.WriteFile(filepath.Join(copies, "GITLEASE_TEST_KEY"), []byte(key), 0o400))
+	c, _, err := CleanupLease(context.Background(), x, CleanupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := c.Receipt[1]
+	if item.Resource != "credential-files" || item.Action != "removed" || item.Detail != "GITLEASE_TEST_KEY" {
+		t.Fatalf("cleanup receipt %+v", c.Receipt)
+	}
+	if _, err := os.Lstat(filepath.Join(copies, "GITLEASE_TEST_KEY")); err == nil {
+		t.Fatal("the credential file survived cleanup")
+	}
+
+	bare := filepath.Join(t.TempDir(), "pushed.git")
+	refstest.Git(t, dir, "init", "-q", "--bare", bare)
+	refstest.Git(t, dir, "push", "-q", bare, "refs/leases/*:refs/leases/*", "refs/heads/lease/*:refs/heads/lease/*")
+	for _, repoDir := range []string{dir, bare} {
+		for _, secret := range []string{token, key} {
+			if objectsContain(t, repoDir, secret) {
+				t.Fatalf("a credential value is in a git object of %s", repoDir)
+			}
+		}
+	}
+}
+
+// waitForCredentialFiles waits until a lease of repo holds copies of
+// credential files: its agent is about to run.
+func waitForCredentialFiles(t *testing.T, repo *refs.Repo) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, _ := filepath.Glob(repo.LeaseDir("runs", "*", credentialsDir, "*")); len(m) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no lease received its credential files")
+}
+
+// objectsContain reports whether any object in the repository at dir
+// (loose or packed, reachable or not) contains s.
+func objectsContain(t *testing.T, dir, s string) bool {
+	cmd := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no objects in %s", dir)
+	}
+	return bytes.Contains(out, []byte(s))
+}

@@ -1,0 +1,191 @@
+package gitlease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/netproxy"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// Rules of the network findings. They are stable: records store them.
+const (
+	// RuleNetworkRefused is a connection the proxy refused; the path is the
+	// destination asked for.
+	RuleNetworkRefused = "network-refused"
+	// RuleNetworkBypass is traffic the sandbox's own network stack refused:
+	// an attempt to leave without the proxy.
+	RuleNetworkBypass = "network-bypass"
+)
+
+// networkFile holds a lease's network events in its log.
+const networkFile = "network.json"
+
+// maxNetworkFindings bounds the distinct refusals kept as findings; the
+// rest are counted in one more.
+const maxNetworkFindings = 64
+
+// NetworkRecord is the bounded record of a lease's network in lease.json:
+// totals over the connections through its proxy (the first ones in full in
+// network.json) and what its sandbox refused without the proxy.
+type NetworkRecord struct {
+	Allowed   int   `json:"allowed"`
+	Refused   int   `json:"refused"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
+	// Omitted counts the connections beyond those listed in network.json.
+	Omitted int            `json:"omitted"`
+	Bypass  sandbox.Bypass `json:"bypass"`
+	// Events is the log file listing the connections, when there was a proxy.
+	Events string `json:"events,omitempty"`
+}
+
+// netResolve, when set (by tests), resolves names for lease proxies
+// instead of the host's resolver.
+var netResolve func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// leaseNetwork is a lease's proxy while its agent runs.
+type leaseNetwork struct {
+	proxy  *netproxy.Proxy
+	socket string
+	served chan error
+
+	mu      sync.Mutex
+	refused []refusal
+	dropped int
+}
+
+// refusal is one refused destination, for a reason, and how often.
+type refusal struct {
+	dest, reason, detail string
+	count                int
+}
+
+// startNetwork serves the lease's proxy on a Unix socket in its run
+// directory, or returns nil when the allowlist is empty (no network).
+func (x *Execution) startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error) {
+	if len(allow) == 0 {
+		return nil, nil
+	}
+	socket := filepath.Join(x.RunDir(), "proxy.sock")
+	l, err := listenUnix(socket)
+	if err != nil {
+		return nil, fmt.Errorf("network proxy: %w", err)
+	}
+	n := &leaseNetwork{socket: socket, served: make(chan error, 1)}
+	n.proxy = &netproxy.Proxy{Allow: allow, Resolve: netResolve, OnRefused: n.refuse}
+	go func() { n.served <- n.proxy.Serve(l) }()
+	return n, nil
+}
+
+// listenUnix listens on a Unix socket at path, which may be longer than a
+// socket address holds: it is reached through /proc/self/fd.
+func listenUnix(path string) (net.Listener, error) {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	os.Remove(path)
+	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
+	if err != nil {
+		return nil, err
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	return l, nil
+}
+
+func (n *leaseNetwork) refuse(ev netproxy.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range n.refused {
+		if r := &n.refused[i]; r.dest == ev.Dest && r.reason == ev.Reason {
+			r.count++
+			return
+		}
+	}
+	if len(n.refused) == maxNetworkFindings {
+		n.dropped++
+		return
+	}
+	n.refused = append(n.refused, refusal{ev.Dest, ev.Reason, ev.Detail, 1})
+}
+
+// networkEvidence stops the proxy (n may be nil) and returns the lease's
+// network record, its events file and its findings, with credential values
+// redacted. The record is nil when there was no proxy and the sandbox
+// refused nothing.
+func networkEvidence(n *leaseNetwork, bypass sandbox.Bypass, r redactor) (*NetworkRecord, map[string][]byte, []verify.Finding) {
+	rec := &NetworkRecord{Bypass: bypass}
+	files := map[string][]byte{}
+	var findings []verify.Finding
+	if n != nil {
+		n.proxy.Close()
+		<-n.served
+		os.Remove(n.socket)
+		s := n.proxy.Summary()
+		rec.Allowed, rec.Refused, rec.BytesUp, rec.BytesDown, rec.Omitted = s.Allowed, s.Refused, s.BytesUp, s.BytesDown, s.Omitted
+		b, _ := json.MarshalIndent(s, "", "  ")
+		files[networkFile] = r.bytes(append(b, '\n'))
+		rec.Events = networkFile
+		n.mu.Lock()
+		for _, ref := range n.refused {
+			findings = append(findings, verify.Finding{
+				Rule: RuleNetworkRefused, Path: r.string(ref.dest), Severity: refusalSeverity(ref.reason),
+				Detail: r.string(fmt.Sprintf("%s, %d time(s): %s", ref.reason, ref.count, ref.detail)),
+			})
+		}
+		if n.dropped > 0 {
+			findings = append(findings, verify.Finding{Rule: RuleNetworkRefused, Path: "…", Severity: verify.SeverityMedium,
+				Detail: fmt.Sprintf("%d more refused destinations (see %s)", n.dropped, networkFile)})
+		}
+		n.mu.Unlock()
+	} else if bypass == (sandbox.Bypass{}) {
+		return nil, files, nil
+	}
+	if bypass.NoRoute > 0 {
+		findings = append(findings, verify.Finding{Rule: RuleNetworkBypass, Path: "no-route", Severity: verify.SeverityHigh,
+			Detail: fmt.Sprintf("%d connection(s) or datagram(s) to addresses outside the sandbox, without the proxy (a direct connection, or a DNS query to an outside resolver); the sandbox has no route out", bypass.NoRoute)})
+	}
+	if bypass.ClosedUDP > 0 {
+		findings = append(findings, verify.Finding{Rule: RuleNetworkBypass, Path: "loopback-udp", Severity: verify.SeverityMedium,
+			Detail: fmt.Sprintf("%d UDP datagram(s) to a closed port of the sandbox's loopback (a DNS query to a local resolver lands here); the sandbox has no resolver", bypass.ClosedUDP)})
+	}
+	return rec, files, findings
+}
+
+// refusalSeverity rates a refusal: reaching for the host's own networks is
+// an attack on the host; the rest are limits a user may lift in policy.
+func refusalSeverity(reason string) string {
+	switch reason {
+	case netproxy.ReasonPrivateAddress:
+		return verify.SeverityCritical
+	case netproxy.ReasonIPLiteral:
+		return verify.SeverityHigh
+	}
+	return verify.SeverityMedium
+}
+
+// selectNetwork narrows the lease's allowlist to the destinations asked
+// for with --net, each of which the policy must allow.
+func (e *Effective) selectNetwork(asked []string) error {
+	if len(asked) == 0 {
+		return nil
+	}
+	wider := func(key string, a, allowed any) error {
+		return fmt.Errorf("--net %s: not in the lease's network allowlist %v (%s): add it to [network] allow in your trusted policy", a, allowed, e.Sources[key])
+	}
+	if err := narrowNetwork("network.allow", asked, e.Network.Allow, wider); err != nil {
+		return err
+	}
+	e.Network.Allow = union(nil, asked)
+	e.Sources["network.allow"] = "--net"
+	return nil
+}
