@@ -88,25 +88,24 @@ func parseAllowlist(dests []string) (netproxy.Allowlist, error) {
 	return out, nil
 }
 
-// narrowNetwork refuses a requested destination that the trusted
-// allowlist does not cover (netproxy's rules: a wildcard covers names under
-// its domain on its port, never the domain itself; an IP address only
-// itself).
-func narrowNetwork(key string, asked, trusted []string, wider func(string, any, any) error) error {
+// uncovered returns the first of asked that the trusted allowlist does not
+// cover (netproxy's rules: a wildcard covers names under its domain on its
+// port, never the domain itself; an IP address only itself), or "".
+func uncovered(asked, trusted []string) (string, error) {
 	t, err := parseAllowlist(trusted)
 	if err != nil {
-		return fmt.Errorf("%s (trusted policy): %w", key, err)
+		return "", err
 	}
 	for _, a := range asked {
 		r, err := parseAllowlist([]string{a})
 		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+			return "", err
 		}
 		if _, err := t.Narrow(r); err != nil {
-			return wider(key, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", trusted))
+			return a, nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // leaseAllowlist is the allowlist the lease's proxy enforces: the lease's

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -24,15 +25,25 @@ type AgentInfo struct {
 	Missing string `json:"missing,omitempty"`
 }
 
-// Agents lists the agent presets (built in, and from trusted policy) and
-// whether each agent is installed where a sandboxed lease can run it.
-func Agents(repo *refs.Repo) ([]AgentInfo, error) {
+// Agents lists the agent presets (built in, and from trusted policy), or
+// those named, and whether each agent is installed where a sandboxed lease
+// can run it. A name with no preset is an error.
+func Agents(repo *refs.Repo, names ...string) ([]AgentInfo, error) {
 	eff, err := LoadPolicy(repo, plumbing.ZeroHash)
 	if err != nil {
 		return nil, err
 	}
+	all := presets(eff.Policy)
+	for _, name := range names {
+		if !slices.ContainsFunc(all, func(p namedPreset) bool { return p.Name == name }) {
+			return nil, fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
+		}
+	}
 	var out []AgentInfo
-	for _, p := range presets(eff.Policy) {
+	for _, p := range all {
+		if len(names) > 0 && !slices.Contains(names, p.Name) {
+			continue
+		}
 		info := AgentInfo{Name: p.Name, Source: p.Source, AgentPreset: p.AgentPreset}
 		if path, err := findAgent(p.Command[0], union(eff.ReadOnly, p.ReadOnly), true); err != nil {
 			info.Missing = err.Error()

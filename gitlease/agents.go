@@ -96,6 +96,15 @@ func presets(p Policy) []namedPreset {
 	return out
 }
 
+// presetNames lists the presets' names.
+func presetNames(all []namedPreset) string {
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
 // addAgent joins preset name's read-only paths, destinations and
 // credentials to the trusted policy in e, and remembers the preset. An
 // empty name does nothing.
@@ -106,11 +115,7 @@ func (e *Effective) addAgent(name string) error {
 	all := presets(e.Policy)
 	i := slices.IndexFunc(all, func(p namedPreset) bool { return p.Name == name })
 	if i < 0 {
-		var names []string
-		for _, p := range all {
-			names = append(names, p.Name)
-		}
-		return fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, strings.Join(names, ", "), name)
+		return fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
 	}
 	p := all[i]
 	source := "agent " + name

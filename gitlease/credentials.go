@@ -174,6 +174,7 @@ func (x *Execution) removeCredentialFiles() (item CleanupItem, ok bool) {
 	item = CleanupItem{Resource: "credential-files", Action: "absent", Detail: strings.Join(names, ", ")}
 	dir := filepath.Join(x.RunDir(), credentialsDir)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		item.Detail += " (removed when the agent ended)"
 		return item, true
 	}
 	if err := os.RemoveAll(dir); err != nil {

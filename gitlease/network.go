@@ -179,11 +179,12 @@ func (e *Effective) selectNetwork(asked []string) error {
 	if len(asked) == 0 {
 		return nil
 	}
-	wider := func(key string, a, allowed any) error {
-		return fmt.Errorf("--net %s: not in the lease's network allowlist %v (%s): add it to [network] allow in your trusted policy", a, allowed, e.Sources[key])
+	a, err := uncovered(asked, e.Network.Allow)
+	if err != nil {
+		return fmt.Errorf("--net: %w", err)
 	}
-	if err := narrowNetwork("network.allow", asked, e.Network.Allow, wider); err != nil {
-		return err
+	if a != "" {
+		return fmt.Errorf("--net %s: not in the lease's network allowlist %q (%s): add it to [network] allow in your trusted policy", a, e.Network.Allow, e.Sources["network.allow"])
 	}
 	e.Network.Allow = union(nil, asked)
 	e.Sources["network.allow"] = "--net"

@@ -267,7 +267,10 @@ func narrow(eff *Effective, b []byte, source string) error {
 		case "read_only":
 			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
 		case "network.allow":
-			err = narrowNetwork(k, req.Network.Allow, trusted.Network.Allow, wider)
+			var a string
+			if a, err = uncovered(req.Network.Allow, trusted.Network.Allow); err == nil && a != "" {
+				err = wider(k, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", trusted.Network.Allow))
+			}
 		case "credentials":
 			err = subset(k, req.Credentials, trusted.Credentials, wider)
 		case "result.max_files":
