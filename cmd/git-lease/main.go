@@ -54,6 +54,7 @@ Example:
 			diffCommand(),
 			logsCommand(),
 			policyCommand(),
+			agentsCommand(),
 			reviewCommand(),
 			applyCommand(),
 			rejectCommand(),

@@ -92,6 +92,15 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "mission:  %s\n", l.Mission)
 	}
 	fmt.Fprintf(w, "command:  %s\n", strings.Join(l.Command, " "))
+	if l.AgentPreset != "" {
+		fmt.Fprintf(w, "preset:   %s\n", l.AgentPreset)
+	}
+	if n := l.Network; n != nil || len(l.Policy.Network.Allow) > 0 {
+		fmt.Fprintf(w, "network:  %s\n", networkLine(l))
+	}
+	for _, c := range l.Credentials {
+		fmt.Fprintf(w, "credential: %s (%s, %s)\n", c.Name, c.Kind, c.Fingerprint)
+	}
 	if l.Enforcement != "" {
 		fmt.Fprintf(w, "bounds:   %s\n", l.Enforcement)
 	}
@@ -108,6 +117,22 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 			fmt.Fprintf(w, "artifact: %s (%d bytes, sha256:%s)\n", a.Path, a.Size, a.SHA256)
 		}
 	}
+}
+
+// networkLine is the lease's allowlist and what its network did.
+func networkLine(l *gitlease.Lease) string {
+	s := "none"
+	if len(l.Policy.Network.Allow) > 0 {
+		s = strings.Join(l.Policy.Network.Allow, ", ")
+	}
+	if n := l.Network; n != nil {
+		s += fmt.Sprintf(" (%d allowed, %d refused, %d bytes in, %d out", n.Allowed, n.Refused, n.BytesDown, n.BytesUp)
+		if b := n.Bypass.NoRoute + n.Bypass.ClosedUDP; b > 0 {
+			s += fmt.Sprintf("; %d sent around the proxy", b)
+		}
+		s += ")"
+	}
+	return s
 }
 
 func resultArtifacts(l *gitlease.Lease) []gitlease.Artifact {

@@ -12,17 +12,28 @@ func startCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "start",
 		Usage:     "run an agent command in a new lease and collect its result for review",
-		ArgsUsage: "[--] CMD [ARGS…]",
+		ArgsUsage: "[--] CMD [ARGS…] | --agent NAME --prompt TEXT",
 		Description: `Start creates lease ID: a base commit (HEAD, or --base), a branch lease/ID
 at that base, a review worktree under .git/lease/worktrees/ID, and a log at
 refs/leases/ID. It runs CMD, waits for it, computes the result on the host
 and moves the lease to review. The ID is printed on standard output; the
 agent's output and progress go to standard error.
 
+--agent NAME runs an agent preset (see git lease agents) instead of CMD:
+its command with --prompt TEXT put in, its destinations on the lease's
+network allowlist, its credentials passed to the agent alone.
+
+A sandboxed lease has no network unless trusted policy allows destinations
+([network] allow); --net DEST picks some of them. --credential NAME passes
+a credential that trusted policy allows (credentials) to this lease's agent
+only: the record keeps its name and fingerprint, never its value.
+
 --mode trusted_local runs CMD as you, with your environment, in the review
 worktree: it is NOT a sandbox and is labelled so everywhere.
 
 Example:
+   git lease start --agent claude --prompt 'fix the failing test'
+   git lease start --net api.example.com:443 --credential API_TOKEN -- ./agent.sh
    git lease start --mode trusted_local -- sh -c 'echo hi > new.txt; rm old.txt'`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "mode", Value: string(gitlease.Sandboxed), Usage: "sandboxed or trusted_local"},
@@ -31,6 +42,10 @@ Example:
 			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
 			&cli.StringSliceFlag{Name: "check", Usage: "a check command to run against the result in a fresh sandbox (repeatable)"},
 			&cli.StringSliceFlag{Name: "artifact", Usage: "a workspace file to keep in the lease log, bounded (repeatable)"},
+			&cli.StringFlag{Name: "agent", Usage: "run agent preset `NAME` (see git lease agents) instead of a command"},
+			&cli.StringFlag{Name: "prompt", Usage: "the `TEXT` the agent preset's command works on"},
+			&cli.StringSliceFlag{Name: "net", Usage: "reach only `DEST` (host:port) of the policy's network allowlist (repeatable)"},
+			&cli.StringSliceFlag{Name: "credential", Usage: "pass credential `NAME`, which policy allows, to this lease's agent (repeatable)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
 			jsonFlag,
 		},
@@ -39,6 +54,7 @@ Example:
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
 				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
 				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
+				Agent: c.String("agent"), Prompt: c.String("prompt"), Net: c.StringSlice("net"), Credentials: c.StringSlice("credential"),
 			}
 			if !c.Bool("quiet") {
 				opts.Output = os.Stderr
@@ -46,8 +62,11 @@ Example:
 			if opts.Mode != gitlease.Sandboxed && opts.Mode != gitlease.TrustedLocal {
 				return usagef("unknown --mode %q: use sandboxed or trusted_local", opts.Mode)
 			}
-			if len(opts.Command) == 0 {
+			switch {
+			case len(opts.Command) == 0 && opts.Agent == "":
 				return usagef("start needs an agent command after --, as in: git lease start -- make fix")
+			case len(opts.Command) > 0 && opts.Agent != "":
+				return usagef("--agent %s gives the agent's command: give either --agent or a command after --", opts.Agent)
 			}
 			return runStart(opts, c.Bool("json"))
 		},
