@@ -168,8 +168,11 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 func TestSandboxNetworkDNSQueryIsAFinding(t *testing.T) {
 	for _, policy := range []string{"", "[network]\nallow = [\"api.lease.test:443\"]\n"} {
 		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
-		x, out := runLease(t, repo, StartOptions{}, attempt("dns", "getent hosts example.com"))
-		requireBlocked(t, out, "dns")
+		// The resolver's query goes wherever the host's resolv.conf says;
+		// the raw one to an outside resolver surely has no route.
+		script := attempt("dns", "getent hosts example.com") + attempt("dns-raw", "printf 'q' > /dev/udp/192.0.2.53/53")
+		x, out := runLease(t, repo, StartOptions{}, script)
+		requireBlocked(t, out, "dns", "dns-raw")
 		b := x.Lease.Network
 		if b == nil || b.Bypass.NoRoute+b.Bypass.ClosedUDP == 0 || len(x.Lease.Findings) == 0 || x.Lease.Findings[0].Rule != RuleNetworkBypass {
 			t.Fatalf("policy %q: the DNS query left no evidence: %+v %+v", policy, b, x.Lease.Findings)
