@@ -2,7 +2,6 @@ package gitlease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // CleanupOptions are the inputs of git lease cleanup.
@@ -32,6 +32,9 @@ type CleanupOptions struct {
 func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cleanup, changed bool, err error) {
 	if !x.Lease.State.Settled() {
 		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
+	}
+	if _, err := Signing(x.Repo, os.Stderr); err != nil {
+		return nil, false, err
 	}
 	unlock, err := x.Lock()
 	if err != nil {
@@ -60,8 +63,11 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	if prev != nil && sameOutcome(prev, c) {
 		return prev, false, os.RemoveAll(x.RunDir())
 	}
-	receipt, _ := json.MarshalIndent(c, "", "  ")
-	err = x.Event(ctx, "cleanup-"+c.State, func(l *Lease) { l.Cleanup = c }, map[string][]byte{"receipts/cleanup.json": append(receipt, '\n')})
+	env, err := x.sign(verify.PredicateCleanup, cleanupPredicate{x.Lease.ID, c}, commitSubject("base", x.Lease.Base))
+	if err != nil {
+		return nil, false, err
+	}
+	err = x.Event(ctx, "cleanup-"+c.State, func(l *Lease) { l.Cleanup = c }, map[string][]byte{cleanupReceipt: env})
 	if err != nil {
 		return nil, false, err
 	}

@@ -46,6 +46,9 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	if progress == nil {
 		progress = io.Discard
 	}
+	if _, err := Signing(repo, progress); err != nil {
+		return nil, err
+	}
 	all, err := List(repo)
 	if err != nil {
 		return nil, err

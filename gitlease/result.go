@@ -80,9 +80,14 @@ func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) erro
 	checks, checkFiles := x.runChecks(ctx, plumbing.NewHash(result.Tree), progress)
 	result.Checks = checks
 	checkFiles[resultFile] = result.marshal()
+	envelope, note, err := x.signResult(&result)
+	if err != nil {
+		return x.fail(ctx, fmt.Sprintf("signing the result: %v", err), err)
+	}
+	checkFiles[resultReceipt] = envelope
 	base := plumbing.NewHash(x.Lease.Base)
 	branch := refs.RefUpdate{Name: x.Lease.ID.BranchRef(), Old: base, New: plumbing.NewHash(result.Commit)}
-	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = &result }, checkFiles, branch); err != nil {
+	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = &result }, checkFiles, branch, note); err != nil {
 		return err
 	}
 	fault("start:review")

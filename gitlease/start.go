@@ -46,6 +46,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if len(opts.Command) == 0 {
 		return nil, errors.New("no agent command: give it after --, as in git lease start -- make fix")
 	}
+	if _, err := Signing(repo, os.Stderr); err != nil {
+		return nil, err
+	}
 	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
 		return nil, err
 	}
@@ -244,7 +247,11 @@ func (x *Execution) run(ctx context.Context, provider sandbox.Provider, live io.
 	if err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
-	err = x.Move(ctx, Running, func(l *Lease) { l.Enforcement = proc.Enforcement() }, nil)
+	receipt := Receipt{Kind: "provider", Name: provider.Name(), ID: "lease-" + string(x.Lease.ID), Detail: proc.Enforcement()}
+	err = x.Move(ctx, Running, func(l *Lease) {
+		l.Enforcement = proc.Enforcement()
+		l.Receipts = append(l.Receipts, receipt)
+	}, nil)
 	if err != nil {
 		proc.Kill()
 		proc.Wait()

@@ -37,7 +37,7 @@ func exitCode(err error) int {
 	if errors.Is(err, errLeaseFailed) {
 		return exitFailed
 	}
-	if errors.Is(err, errReviewMismatch) {
+	if errors.Is(err, errReviewMismatch) || errors.Is(err, errNotVerified) {
 		fail(err)
 		return exitFailed
 	}

@@ -58,6 +58,8 @@ Example:
 			cleanupCommand(),
 			reconcileCommand(),
 			gcCommand(),
+			verifyCommand(),
+			keysCommand(),
 			findingsCommand(),
 			manCommand(),
 		},
