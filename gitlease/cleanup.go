@@ -56,6 +56,7 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 			c.State = CleanupFailed
 		}
 	}
+	add(x.closeSupervisor(ctx))
 	add(x.discardSandbox(ctx))
 	fault("cleanup:sandbox")
 	add(x.removeWorktree(ctx, opts.KeepEdits))
@@ -98,6 +99,33 @@ func sameOutcome(prev, now *Cleanup) bool {
 		}
 	}
 	return true
+}
+
+// closeSupervisor removes the lease's supervisor endpoint (a Herdr pane,
+// a runner still waiting) and confirms it is gone.
+func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
+	item := CleanupItem{Resource: "supervisor"}
+	e := x.Lease.Supervisor
+	if e == nil {
+		item.Action = "absent"
+		return item
+	}
+	item.Detail = endpointReceipt(*e).Name + " " + endpointReceipt(*e).ID
+	sup, err := x.supervisorOf()
+	if err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	if alive, _ := sup.Alive(ctx, *e); !alive {
+		item.Action = "absent"
+		return item
+	}
+	if err := sup.Close(ctx, *e); err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	item.Action = "removed"
+	return item
 }
 
 // discardSandbox asks the lease's provider to remove its sandbox, and

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/verify"
@@ -70,11 +71,21 @@ func Signing(repo *refs.Repo, notice io.Writer) (*verify.Signer, error) {
 	s, err := verify.LoadSigner(signerConfig(repo))
 	if errors.Is(err, verify.ErrNoSigningKey) {
 		line, initErr := verify.InitKey(KeyDir(), SignerEmail(repo))
-		if initErr != nil {
+		switch {
+		case errors.Is(initErr, verify.ErrKeyExists):
+			// Another git-lease made it just now; it may still be writing.
+			for i := 0; i < 50; i++ {
+				if s, err = verify.LoadSigner(signerConfig(repo)); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		case initErr != nil:
 			return nil, fmt.Errorf("no signing key, and creating one failed: %w", initErr)
+		default:
+			fmt.Fprintf(notice, "git-lease: created a signing key in %s; teammates verify your leases with this allowed-signers line:\n%s\n", KeyDir(), line)
+			s, err = verify.LoadSigner(signerConfig(repo))
 		}
-		fmt.Fprintf(notice, "git-lease: created a signing key in %s; teammates verify your leases with this allowed-signers line:\n%s\n", KeyDir(), line)
-		s, err = verify.LoadSigner(signerConfig(repo))
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
@@ -19,6 +20,9 @@ var version = "dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == bwrap.InitArg {
 		bwrap.Init() // the sandbox's init: never returns
+	}
+	if len(os.Args) > 1 && os.Args[1] == gitlease.RunnerArg {
+		os.Exit(runRunner(os.Args[2:]))
 	}
 	os.Exit(run(os.Args))
 }
@@ -60,6 +64,10 @@ Example:
 			gcCommand(),
 			verifyCommand(),
 			keysCommand(),
+			waitCommand(),
+			cancelCommand(),
+			attachCommand(),
+			collectCommand(),
 			findingsCommand(),
 			manCommand(),
 		},

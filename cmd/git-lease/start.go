@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -31,6 +32,12 @@ Example:
 			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
 			&cli.StringSliceFlag{Name: "check", Usage: "a check command to run against the result in a fresh sandbox (repeatable)"},
 			&cli.StringSliceFlag{Name: "artifact", Usage: "a workspace file to keep in the lease log, bounded (repeatable)"},
+			&cli.StringFlag{Name: "prompt", Usage: "the prompt, given to the agent on standard input once the lease's identities are recorded"},
+			&cli.StringFlag{Name: "prompt-file", Usage: "read the prompt from this file"},
+			&cli.BoolFlag{Name: "private-prompt", Usage: "record only the prompt's sha256, not its text"},
+			&cli.BoolFlag{Name: "tty", Usage: "run the agent on a pseudo-terminal of its own"},
+			&cli.StringFlag{Name: "supervisor", Usage: "headless (default: git config lease.supervisor, else headless) or herdr"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return once the agent runs; git lease wait collects it"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
 			jsonFlag,
 		},
@@ -39,6 +46,18 @@ Example:
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
 				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
 				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
+				Prompt: c.String("prompt"), PrivatePrompt: c.Bool("private-prompt"), TTY: c.Bool("tty"),
+				Supervisor: c.String("supervisor"), Detach: c.Bool("detach"),
+			}
+			if f := c.String("prompt-file"); f != "" {
+				if opts.Prompt != "" {
+					return usagef("give --prompt or --prompt-file, not both")
+				}
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				opts.Prompt = string(b)
 			}
 			if !c.Bool("quiet") {
 				opts.Output = os.Stderr
@@ -59,7 +78,7 @@ func runStart(opts gitlease.StartOptions, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	x, err := gitlease.Start(contextWithSignals(), repo, opts)
+	x, err := gitlease.Start(context.Background(), repo, opts)
 	if x == nil {
 		return err
 	}
@@ -70,6 +89,9 @@ func runStart(opts gitlease.StartOptions, asJSON bool) error {
 	}
 	if err != nil {
 		return err
+	}
+	if opts.Detach && !x.Lease.State.Settled() {
+		return nil
 	}
 	if x.Lease.State != gitlease.Review {
 		fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)

@@ -35,6 +35,13 @@ func bwrapOptions(spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
 	for _, ro := range spec.ReadOnly {
 		a = append(a, "--ro-bind", ro, ro)
 	}
+	for _, b := range spec.Binds {
+		if b.Writable {
+			a = append(a, "--bind", b.Host, b.Sandbox)
+		} else {
+			a = append(a, "--ro-bind", b.Host, b.Sandbox)
+		}
+	}
 	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if spec.Limits.DiskBytes > 0 {
