@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // leasePolicy loads the policy of a lease running agent (may be empty) on
@@ -97,16 +99,12 @@ func TestTrustedPresetReplacesTheBuiltinOne(t *testing.T) {
 	if !slices.Equal(eff.ReadOnly, []string{"/opt/claude"}) || len(eff.Network.Allow) != 0 || len(eff.Credentials) != 0 || eff.agent.Source != SourceTrusted {
 		t.Fatalf("the trusted preset should replace the built-in one whole: %+v", eff.Policy)
 	}
-	cmd, err := eff.agent.command("fix it")
-	if err != nil || !slices.Equal(cmd, []string{"/opt/claude/bin/claude", "-p", "fix it"}) {
-		t.Fatalf("command %q %v", cmd, err)
-	}
-	if _, err := eff.agent.command(""); err == nil {
-		t.Fatal("a preset with {prompt} ran without a prompt")
+	if cmd := withPrompt(eff.agent.Command, "fix it"); !slices.Equal(cmd, []string{"/opt/claude/bin/claude", "-p", "fix it"}) || !eff.agent.takesPrompt() {
+		t.Fatalf("command %q", cmd)
 	}
 	mine := presets(eff.Policy)[slices.IndexFunc(presets(eff.Policy), func(p namedPreset) bool { return p.Name == "mine" })]
-	if _, err := mine.command("a prompt with nowhere to go"); err == nil {
-		t.Fatal("a prompt was dropped silently")
+	if mine.takesPrompt() {
+		t.Fatal("a preset without {prompt} takes its prompt on standard input")
 	}
 }
 
@@ -146,8 +144,8 @@ func TestBuiltinPresetsAreValid(t *testing.T) {
 		if err := preset.validate(); err != nil {
 			t.Errorf("%s: %v", preset.Name, err)
 		}
-		if _, err := preset.command("do it"); err != nil {
-			t.Errorf("%s: %v", preset.Name, err)
+		if !preset.takesPrompt() {
+			t.Errorf("%s takes no prompt", preset.Name)
 		}
 		if preset.HerdrAgent == "" || len(preset.Network) == 0 || len(preset.Credentials) == 0 {
 			t.Errorf("%s lacks a Herdr kind, a destination or a credential: %+v", preset.Name, preset)
@@ -234,5 +232,42 @@ func TestAgentsListsPresetsAndInstalls(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"aider", "claude", "codex", "gemini", "opencode", "shell"}) {
 		t.Fatalf("presets %v", names)
+	}
+}
+
+// TestRunnerRebuildsAccessFromTrustedPolicy plays a lease's runner: it
+// rebuilds the proxy's allowlist from trusted policy (wildcard limits
+// kept), and refuses a credential whose value changed since the start, or
+// a destination trusted policy no longer allows.
+func TestRunnerRebuildsAccessFromTrustedPolicy(t *testing.T) {
+	trusted := "credentials = [\"GITLEASE_A\"]\n[network]\nallow = [\"*.example.org:443\"]\n"
+	repo, eff, err := policyRepo(t, trusted, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITLEASE_A", "first-value")
+	opts := StartOptions{Command: []string{"true"}, Net: []string{"a.example.org:443"}, Credentials: []string{"GITLEASE_A"}}
+	command, records, err := prepareLaunch(eff, opts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &Execution{Repo: repo, Lease: &Lease{ID: "0123456789ab", Command: command, Policy: eff, Credentials: records}}
+	sandboxed := bwrap.Provider{}
+	l, err := x.launchFor(sandboxed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := l.allow.Check("a.example.org", 443); !d.Allowed || d.Verbatim || len(l.creds) != 1 || string(l.creds[0].value) != "first-value" {
+		t.Fatalf("rebuilt allowlist %v (%+v), credentials %+v", l.allow, d, l.creds)
+	}
+	t.Setenv("GITLEASE_A", "second-value")
+	if _, err := x.launchFor(sandboxed); err == nil || !strings.Contains(err.Error(), "changed since the lease started") {
+		t.Fatalf("a changed credential: %v", err)
+	}
+	t.Setenv("GITLEASE_A", "first-value")
+	path, _ := TrustedPolicyPath(repo)
+	must(t, os.WriteFile(path, []byte("credentials = [\"GITLEASE_A\"]\n"), 0o644))
+	if _, err := x.launchFor(sandboxed); err == nil || !strings.Contains(err.Error(), "trusted policy changed") {
+		t.Fatalf("a destination trusted policy dropped: %v", err)
 	}
 }

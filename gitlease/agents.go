@@ -137,21 +137,27 @@ func (e *Effective) addAgent(name string) error {
 	return nil
 }
 
-// command is the preset's command with the prompt put in.
-func (p *namedPreset) command(prompt string) ([]string, error) {
-	out := make([]string, len(p.Command))
-	used := false
-	for i, arg := range p.Command {
-		used = used || strings.Contains(arg, promptVar)
+// takesPrompt reports whether the preset's command has a {prompt}: the
+// agent gets its prompt there, not on its standard input.
+func (p *namedPreset) takesPrompt() bool { return hasPromptVar(p.Command) }
+
+func hasPromptVar(argv []string) bool {
+	return slices.ContainsFunc(argv, func(arg string) bool { return strings.Contains(arg, promptVar) })
+}
+
+// withPrompt is a preset's command with the prompt put in.
+func withPrompt(argv []string, prompt string) []string {
+	out := make([]string, len(argv))
+	for i, arg := range argv {
 		out[i] = strings.ReplaceAll(arg, promptVar, prompt)
 	}
-	switch {
-	case used && prompt == "":
-		return nil, fmt.Errorf("agent %s needs a prompt: give it with --prompt TEXT", p.Name)
-	case !used && prompt != "":
-		return nil, fmt.Errorf("agent %s's command has no %s for --prompt: add one to [agents.%s] command in trusted policy", p.Name, promptVar, p.Name)
-	}
-	return out, nil
+	return out
+}
+
+// promptInCommand reports whether the lease's agent gets its prompt in its
+// command (its preset's {prompt}) rather than on its standard input.
+func (x *Execution) promptInCommand() bool {
+	return x.Lease.AgentPreset != "" && hasPromptVar(x.Lease.Command)
 }
 
 // env is the preset's fixed environment, sorted.

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/verify"
 )
 
 var (
@@ -38,6 +39,9 @@ type ApplyOptions struct {
 // git merge --ff-only would; a target checked out anywhere else is refused.
 // Hooks never run.
 func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
+	if _, err := Signing(x.Repo, os.Stderr); err != nil {
+		return err
+	}
 	unlock, err := x.Lock()
 	if err != nil {
 		return err
@@ -52,6 +56,13 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	}
 	if !rep.Match {
 		return fmt.Errorf("lease %s: %w: %s", x.Lease.ID, ErrNotVerified, strings.Join(rep.Problems, "; "))
+	}
+	allowed, err := AllowedSigners(x.Repo, "", true)
+	if err != nil {
+		return err
+	}
+	if v := Verify(ctx, x, allowed); !v.OK {
+		return fmt.Errorf("lease %s: %w: %s (see git lease verify %s)", x.Lease.ID, ErrNotVerified, strings.Join(v.Problems, "; "), x.Lease.ID.Short())
 	}
 	target, err := x.applyTarget(opts.Onto)
 	if err != nil {
@@ -85,6 +96,10 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	}
 	fault("apply:prepared")
 	app := &Application{Target: target, From: expected.String(), Commit: commit.String(), Paths: paths}
+	if files[applyReceipt], err = x.sign(verify.PredicateApply, applyPredicate{x.Lease.ID, app},
+		commitSubject(target, app.Commit), commitSubject("from", app.From)); err != nil {
+		return err
+	}
 	err = x.Move(ctx, Applied, func(l *Lease) { l.Applied = app }, files,
 		refs.RefUpdate{Name: target, Old: expected, New: commit})
 	if errors.Is(err, refs.ErrStale) {

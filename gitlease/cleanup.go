@@ -2,7 +2,6 @@ package gitlease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // CleanupOptions are the inputs of git lease cleanup.
@@ -34,6 +34,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	if !x.Lease.State.Settled() {
 		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
 	}
+	if _, err := Signing(x.Repo, os.Stderr); err != nil {
+		return nil, false, err
+	}
 	unlock, err := x.Lock()
 	if err != nil {
 		return nil, false, err
@@ -54,6 +57,7 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 			c.State = CleanupFailed
 		}
 	}
+	add(x.closeSupervisor(ctx))
 	add(x.discardSandbox(ctx))
 	fault("cleanup:sandbox")
 	if item, ok := x.removeCredentialFiles(); ok {
@@ -64,8 +68,11 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	if prev != nil && sameOutcome(prev, c) {
 		return prev, false, os.RemoveAll(x.RunDir())
 	}
-	receipt, _ := json.MarshalIndent(c, "", "  ")
-	err = x.Event(ctx, "cleanup-"+c.State, func(l *Lease) { l.Cleanup = c }, map[string][]byte{"receipts/cleanup.json": append(receipt, '\n')})
+	env, err := x.sign(verify.PredicateCleanup, cleanupPredicate{x.Lease.ID, c}, commitSubject("base", x.Lease.Base))
+	if err != nil {
+		return nil, false, err
+	}
+	err = x.Event(ctx, "cleanup-"+c.State, func(l *Lease) { l.Cleanup = c }, map[string][]byte{cleanupReceipt: env})
 	if err != nil {
 		return nil, false, err
 	}
@@ -96,6 +103,33 @@ func sameOutcome(prev, now *Cleanup) bool {
 		}
 	}
 	return true
+}
+
+// closeSupervisor removes the lease's supervisor endpoint (a Herdr pane,
+// a runner still waiting) and confirms it is gone.
+func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
+	item := CleanupItem{Resource: "supervisor"}
+	e := x.Lease.Supervisor
+	if e == nil {
+		item.Action = "absent"
+		return item
+	}
+	item.Detail = endpointReceipt(*e).Name + " " + endpointReceipt(*e).ID
+	sup, err := x.supervisorOf()
+	if err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	if alive, _ := sup.Alive(ctx, *e); !alive {
+		item.Action = "absent"
+		return item
+	}
+	if err := sup.Close(ctx, *e); err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item
+	}
+	item.Action = "removed"
+	return item
 }
 
 // discardSandbox asks the lease's provider to remove its sandbox, and

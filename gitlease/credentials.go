@@ -134,9 +134,9 @@ func expandHome(path string) string {
 // deliverCredentials writes the lease's own copy of each file credential
 // (mode 0400 in a 0700 directory of the run directory) and returns the
 // agent's environment and the files to show it.
-func (x *Execution) deliverCredentials(creds []credential) ([]string, []sandbox.HostFile, error) {
+func (x *Execution) deliverCredentials(creds []credential) ([]string, []sandbox.Bind, error) {
 	var env []string
-	var files []sandbox.HostFile
+	var files []sandbox.Bind
 	dir := filepath.Join(x.RunDir(), credentialsDir)
 	for _, c := range creds {
 		if c.Kind == "env" {
@@ -152,7 +152,7 @@ func (x *Execution) deliverCredentials(creds []credential) ([]string, []sandbox.
 			return nil, nil, err
 		}
 		inside := credentialsInSandbox + "/" + c.Name
-		files = append(files, sandbox.HostFile{Host: host, Path: inside})
+		files = append(files, sandbox.Bind{Host: host, Sandbox: inside})
 		env = append(env, c.Name+"="+inside)
 	}
 	return env, files, nil

@@ -8,68 +8,113 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/netproxy"
 	"github.com/git-lease/git-lease/verify"
 )
 
-// launch is what a lease's agent starts with beyond its record: the values
-// of its credentials and its proxy's allowlist (with wildcard marks that
-// its text does not keep). None of it is written to the log.
+// prepareLaunch applies start's request to the lease's policy (the agent
+// preset, --net, --credential), which then records what the lease
+// receives, and returns the command to record (a preset's, with its
+// {prompt} left in) and the credentials' records. It reads every value
+// once, so that a missing credential fails the start before anything is
+// created.
+func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string, []CredentialRecord, error) {
+	command := opts.Command
+	if p := eff.agent; p != nil {
+		if p.takesPrompt() && opts.Prompt == "" {
+			return nil, nil, fmt.Errorf("agent %s needs a prompt: give it with --prompt TEXT or --prompt-file FILE", p.Name)
+		}
+		if _, err := findAgent(p.Command[0], eff.ReadOnly, sandboxed); err != nil {
+			return nil, nil, err
+		}
+		command = p.Command
+	}
+	if !sandboxed {
+		if len(opts.Net) > 0 || len(opts.Credentials) > 0 {
+			return nil, nil, errors.New("--net and --credential apply to sandboxed leases: a trusted_local agent runs with your own network and environment")
+		}
+		return command, nil, nil
+	}
+	if err := eff.selectNetwork(opts.Net); err != nil {
+		return nil, nil, err
+	}
+	if err := eff.selectCredentials(opts.Credentials); err != nil {
+		return nil, nil, err
+	}
+	if _, err := eff.leaseAllowlist(); err != nil {
+		return nil, nil, err
+	}
+	creds, err := eff.resolveCredentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	var records []CredentialRecord
+	for _, c := range creds {
+		records = append(records, c.CredentialRecord)
+	}
+	return command, records, nil
+}
+
+// launch is what a lease's agent starts with beyond its record: its
+// command with the prompt put in, its preset's environment, its
+// credentials' values and its proxy's allowlist (with the wildcard marks
+// that the allowlist's text does not keep). None of it is written to the
+// log.
 type launch struct {
 	command []string
-	env     []string // the agent preset's fixed environment
+	env     []string
 	creds   []credential
 	allow   netproxy.Allowlist
 }
 
-// prepareLaunch applies start's request to the lease's policy (the agent
-// preset, --net, --credential), which then records what the lease
-// receives, and reads the credentials' values. Nothing is created.
-func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) (*launch, error) {
-	l := &launch{command: opts.Command}
-	switch p := eff.agent; {
-	case p != nil:
-		cmd, err := p.command(opts.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := findAgent(cmd[0], eff.ReadOnly, sandboxed); err != nil {
-			return nil, err
-		}
-		l.command, l.env = cmd, p.env()
-	case opts.Prompt != "":
-		return nil, errors.New("--prompt goes into an agent preset's command: use it with --agent NAME (see git lease agents)")
-	}
-	if !sandboxed {
-		if len(opts.Net) > 0 || len(opts.Credentials) > 0 {
-			return nil, errors.New("--net and --credential apply to sandboxed leases: a trusted_local agent runs with your own network and environment")
-		}
+// launchFor rebuilds the launch in the process that runs the agent (which
+// may be a runner started apart from git lease start): from the record and
+// trusted policy, read again. A credential whose value no longer matches
+// its recorded fingerprint, or a destination trusted policy no longer
+// allows, fails the lease rather than run it with something else.
+func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
+	l := &launch{command: x.Lease.Command}
+	access := provider.Sandboxed() && len(x.Lease.Credentials)+len(x.Lease.Policy.Network.Allow) > 0
+	if x.Lease.AgentPreset == "" && !access {
 		return l, nil
 	}
-	if err := eff.selectNetwork(opts.Net); err != nil {
+	trusted, err := loadPolicy(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
+	if err != nil {
 		return nil, err
 	}
-	if err := eff.selectCredentials(opts.Credentials); err != nil {
+	if p := trusted.agent; p != nil {
+		l.env = p.env()
+		if x.promptInCommand() {
+			prompt, err := os.ReadFile(x.promptPath())
+			if err != nil {
+				return nil, fmt.Errorf("agent %s needs its prompt: %w", p.Name, err)
+			}
+			l.command = withPrompt(x.Lease.Command, string(prompt))
+		}
+	}
+	if !access {
+		return l, nil
+	}
+	trusted.Network.Allow = x.Lease.Policy.Network.Allow // as the trusted allowlist admits it
+	if l.allow, err = trusted.leaseAllowlist(); err != nil {
+		return nil, fmt.Errorf("the lease's network allowlist: %w (your trusted policy changed since the lease started)", err)
+	}
+	trusted.Credentials = nil
+	for _, r := range x.Lease.Credentials {
+		trusted.Credentials = append(trusted.Credentials, r.Name)
+	}
+	if l.creds, err = trusted.resolveCredentials(); err != nil {
 		return nil, err
 	}
-	var err error
-	if l.allow, err = eff.leaseAllowlist(); err != nil {
-		return nil, err
-	}
-	if l.creds, err = eff.resolveCredentials(); err != nil {
-		return nil, err
+	for i, c := range l.creds {
+		if c.CredentialRecord != x.Lease.Credentials[i] {
+			return nil, fmt.Errorf("credential %s changed since the lease started (%s, now %s %s): start a new lease", c.Name, x.Lease.Credentials[i].Fingerprint, c.Kind, c.Fingerprint)
+		}
 	}
 	return l, nil
-}
-
-// records are the lease's credentials as its record keeps them.
-func (l *launch) records() []CredentialRecord {
-	var out []CredentialRecord
-	for _, c := range l.creds {
-		out = append(out, c.CredentialRecord)
-	}
-	return out
 }
 
 // access is a running lease's network and credentials on the host: its
@@ -97,7 +142,7 @@ func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Comma
 		a.close(nil)
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	spec.Files = files
+	spec.Binds = append(spec.Binds, files...)
 	cmd.Env = append(cmd.Env, env...)
 	return a, nil
 }

@@ -25,6 +25,9 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 	if x.Lease.State != Review {
 		return nil, fmt.Errorf("lease %s is %s: only a lease in review can be rebased", x.Lease.ID, x.Lease.State)
 	}
+	if _, err := Signing(x.Repo, progress); err != nil {
+		return nil, err
+	}
 	target, err := x.applyTarget(onto)
 	if err != nil {
 		return nil, err

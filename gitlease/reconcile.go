@@ -46,6 +46,9 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	if progress == nil {
 		progress = io.Discard
 	}
+	if _, err := Signing(repo, progress); err != nil {
+		return nil, err
+	}
 	all, err := List(repo)
 	if err != nil {
 		return nil, err
@@ -67,8 +70,15 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 }
 
 func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Writer) (string, error) {
+	var why string
 	switch x.Lease.State {
 	case Provisioning, Running:
+		// A runner taking the lease over from start holds no lock yet.
+		gone, reason := x.endpointGone(ctx)
+		if !gone {
+			return "", nil
+		}
+		why = reason
 	case Collecting, Verifying:
 		if quick {
 			fmt.Fprintf(progress, "git-lease: lease %s was interrupted while %s: run git lease reconcile\n", x.Lease.ID, x.Lease.State)
@@ -116,6 +126,9 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
 	case Running:
 		reason := "the agent's process vanished (reconciled); its worktree and sandbox are kept until cleanup"
+		if why != "" {
+			reason = "the agent is gone: " + why + " (reconciled); its worktree and sandbox are kept until cleanup"
+		}
 		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
 	case Collecting:
 		p, err := providerByName(x.Lease.Provider)

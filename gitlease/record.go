@@ -79,6 +79,28 @@ type Lease struct {
 	RebaseConflicts []string `json:"rebase_conflicts,omitempty"`
 	// Cleanup is the state of the lease's runtime resources.
 	Cleanup *Cleanup `json:"cleanup,omitempty"`
+	// Supervisor is the runner's endpoint, bound before the agent is prompted.
+	Supervisor *sandbox.Endpoint `json:"supervisor,omitempty"`
+	// Prompt is what the agent was asked: always its digest, the text
+	// unless it was private.
+	Prompt *Prompt `json:"prompt,omitempty"`
+	// Activity is the agent's live state while it runs.
+	Activity *Activity `json:"activity,omitempty"`
+}
+
+// Prompt records the prompt given to the agent.
+type Prompt struct {
+	SHA256 string `json:"sha256"`
+	Text   string `json:"text,omitempty"`
+	TTY    bool   `json:"tty,omitempty"`
+}
+
+// Activity is the agent's state as its supervisor last saw it: working,
+// blocked (with the question, when known) or done.
+type Activity struct {
+	State   string    `json:"state"`
+	Message string    `json:"message,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 // Application records an apply: the branch that moved and to what. With

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -82,8 +83,21 @@ func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) erro
 	checkFiles[resultFile] = result.marshal()
 	base := plumbing.NewHash(x.Lease.Base)
 	branch := refs.RefUpdate{Name: x.Lease.ID.BranchRef(), Old: base, New: plumbing.NewHash(result.Commit)}
-	if err := x.Move(ctx, Review, func(l *Lease) { l.Result = &result }, checkFiles, branch); err != nil {
-		return err
+	// The notes ref is shared by every lease: when another lease's note
+	// lands first, prepare ours again on top of it.
+	for attempt := 0; ; attempt++ {
+		envelope, note, err := x.signResult(&result)
+		if err != nil {
+			return x.fail(ctx, fmt.Sprintf("signing the result: %v", err), err)
+		}
+		checkFiles[resultReceipt] = envelope
+		err = x.Move(ctx, Review, func(l *Lease) { l.Result = &result }, checkFiles, branch, note)
+		if err == nil {
+			break
+		}
+		if now, _ := x.Repo.Ref(refs.NotesRef); !errors.Is(err, refs.ErrStale) || now == note.Old || attempt == 20 {
+			return err
+		}
 	}
 	fault("start:review")
 	if err := x.checkoutReview(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
+	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/worktree"
 )
 
@@ -30,11 +31,19 @@ type StartOptions struct {
 	Checks    []string
 	Artifacts []string
 	Command   []string
+	// Prompt is given to the agent on its standard input (and in
+	// $LEASE_PROMPT_FILE) once every identity of the lease is recorded, or
+	// in its command when an agent preset's command says {prompt}.
+	Prompt        string
+	PrivatePrompt bool // record only the prompt's digest
+	TTY           bool // run the agent on a pseudo-terminal
+	// Supervisor is headless (the default) or herdr; Detach returns as soon
+	// as the agent runs, leaving it to its runner.
+	Supervisor string
+	Detach     bool
 	// Agent names an agent preset (see Agents), which gives the command and
 	// the destinations and credentials its agent uses, instead of Command.
-	// Prompt goes into the preset's command.
-	Agent  string
-	Prompt string
+	Agent string
 	// Net picks the lease's destinations from its allowlist; Credentials
 	// asks for credentials that policy allows. Sandboxed leases only.
 	Net         []string
@@ -57,6 +66,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	if len(opts.Command) > 0 && opts.Agent != "" {
 		return nil, fmt.Errorf("--agent %s gives the agent's command: give either --agent or a command after --", opts.Agent)
+	}
+	if _, err := Signing(repo, os.Stderr); err != nil {
+		return nil, err
 	}
 	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
 		return nil, err
@@ -91,8 +103,15 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := provider.Check(); err != nil {
 		return nil, err
 	}
-	l, err := prepareLaunch(policy, opts, provider.Sandboxed())
+	command, creds, err := prepareLaunch(policy, opts, provider.Sandboxed())
 	if err != nil {
+		return nil, err
+	}
+	sup, err := supervisorFor(repo, opts.Supervisor, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := sup.Check(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
@@ -106,8 +125,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
-		Command: l.command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
-		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: l.records(),
+		Command: command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
+		Prompt: startPrompt(opts),
+		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
 	}}
 	progress := opts.Progress
 	if progress == nil {
@@ -127,7 +147,27 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
 	fault("start:provisioning")
-	return x, x.run(ctx, provider, l, opts.Output, progress)
+	if opts.Prompt != "" {
+		if err := os.WriteFile(x.promptPath(), []byte(opts.Prompt), 0o644); err != nil {
+			return x, x.fail(ctx, err.Error(), err)
+		}
+	}
+	if err := x.prepare(ctx, provider); err != nil {
+		return x, err
+	}
+	if sup, err = supervisorFor(repo, sup.Name(), x.RunDir()); err != nil {
+		return x, x.fail(ctx, err.Error(), err)
+	}
+	if sup.Name() == "headless" && !opts.Detach {
+		// The command itself is the runner.
+		self := headless.Supervisor{Dir: x.RunDir()}.Endpoint(string(id))
+		return x, x.runAgent(ctx, provider, sup, self, opts.Output, progress)
+	}
+	if err := x.handOff(ctx, sup); err != nil {
+		return x, err
+	}
+	unlock()
+	return x, x.awaitRunner(ctx, sup, !opts.Detach, progress)
 }
 
 // newID picks an unused ID: no log, no branch, no worktree directory.
@@ -229,75 +269,17 @@ func (x *Execution) spec() sandbox.Spec {
 	}
 }
 
-// run takes a provisioning lease through the agent's run to its result.
-func (x *Execution) run(ctx context.Context, provider sandbox.Provider, l *launch, live io.Writer, progress io.Writer) error {
-	spec := x.spec()
+// prepare adds the review worktree and creates the sandbox: the part of
+// provisioning done by the command that starts the lease.
+func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider) error {
 	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
 		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
 	}
 	fault("start:worktree")
-	if err := provider.Create(ctx, spec); err != nil {
+	if err := provider.Create(ctx, x.spec()); err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
-	if err := os.MkdirAll(x.RunDir(), 0o700); err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	logPath := filepath.Join(x.RunDir(), "agent.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	defer logFile.Close()
-	out := io.Writer(logFile)
-	if live != nil {
-		out = io.MultiWriter(logFile, live)
-	}
-	cmd := sandbox.Command{Argv: x.Lease.Command, Output: out, Env: l.env}
-	if !provider.Sandboxed() {
-		cmd.Env = append(cmd.Env, "LEASE_ID="+string(x.Lease.ID))
-	}
-	a, err := x.openAccess(l, &spec, &cmd)
-	if err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	defer a.close(nil)
-	proc, err := provider.Launch(ctx, spec, cmd)
-	if err != nil {
-		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
-	}
-	err = x.Move(ctx, Running, func(l *Lease) { l.Enforcement = proc.Enforcement() }, nil)
-	if err != nil {
-		proc.Kill()
-		proc.Wait()
-		return err
-	}
-	fault("start:running")
-	started := x.Repo.Now()
-	runErr := proc.Release()
-	exit, waitErr := proc.Wait()
-	if runErr == nil {
-		runErr = waitErr
-	}
-	logFile.Close()
-	network, files, findings := a.close(proc)
-	output, outputBytes, err := readHeadTail(logPath)
-	if err != nil {
-		return x.fail(ctx, err.Error(), err)
-	}
-	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
-	files[outputFile] = a.redact.bytes(output)
-	ran := func(r *Lease) { r.Agent, r.Network, r.Findings = agent, network, findings }
-	if runErr != nil {
-		agent.Code = 127
-		reason := fmt.Sprintf("agent could not start: %v", runErr)
-		return x.Move(ctx, Failed, func(r *Lease) { ran(r); r.Reason = reason }, files)
-	}
-	if err := x.Move(ctx, Collecting, ran, files); err != nil {
-		return err
-	}
-	fault("start:collecting")
-	fmt.Fprintf(progress, "lease %s: agent exited %d; collecting\n", x.Lease.ID, exit.Code)
-	return x.collectAndVerify(ctx, provider.Delta(spec), progress)
+	return nil
 }
 
 // failure says why an agent run counts as failed, or "" when it succeeded.

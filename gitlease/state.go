@@ -30,6 +30,7 @@ var transitions = map[State][]State{
 	New:          {Provisioning},
 	Provisioning: {Running, Collecting, Failed},
 	Running:      {Collecting, Failed, Canceled},
+	Canceled:     {Collecting}, // collect --partial
 	Collecting:   {Verifying, Failed},
 	Verifying:    {Review, Quarantined, Failed},
 	Review:       {Applied, Rejected},

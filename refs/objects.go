@@ -125,13 +125,27 @@ func (r *Repo) Commit(h plumbing.Hash) (*object.Commit, error) {
 }
 
 // WriteCommit stores a commit with the given tree, parents and message,
-// authored and committed by the repository's configured identity.
+// authored and committed by the repository's configured identity, and
+// signed by CommitSigner when it is set.
 func (r *Repo) WriteCommit(tree plumbing.Hash, parents []plumbing.Hash, message string) (plumbing.Hash, error) {
 	who, err := r.Identity()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	c := &object.Commit{Author: who, Committer: who, Message: message, TreeHash: tree, ParentHashes: parents}
+	if r.CommitSigner != nil {
+		unsigned := r.store.NewEncodedObject()
+		if err := c.EncodeWithoutSignature(unsigned); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		payload, err := readAll(unsigned)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if c.PGPSignature, err = r.CommitSigner(payload); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("signing a commit: %w", err)
+		}
+	}
 	obj := r.store.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
@@ -167,4 +181,28 @@ func (r *Repo) BranchOf(rev string) string {
 		return ""
 	}
 	return name
+}
+
+// CommitSignature returns a commit's signed payload (the commit without its
+// signature header) and its signature, "" when it is unsigned.
+func (r *Repo) CommitSignature(h plumbing.Hash) (payload []byte, signature string, err error) {
+	c, err := r.Commit(h)
+	if err != nil {
+		return nil, "", err
+	}
+	obj := r.store.NewEncodedObject()
+	if err := c.EncodeWithoutSignature(obj); err != nil {
+		return nil, "", err
+	}
+	payload, err = readAll(obj)
+	return payload, c.PGPSignature, err
+}
+
+func readAll(o plumbing.EncodedObject) ([]byte, error) {
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
 }

@@ -35,6 +35,10 @@ type Repo struct {
 	CommonDir string
 	// WorkTree is the top of the user's checkout.
 	WorkTree string
+	// CommitSigner, when set, signs every commit WriteCommit writes: it
+	// gets the commit without its signature and returns what goes in the
+	// gpgsig header (an armored SSH signature, as git writes one).
+	CommitSigner func(payload []byte) (string, error)
 
 	ident *ident
 	store *filesystem.Storage

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // Bounds a run can hit, as named in Exit.Bound and in lease records.
@@ -38,29 +40,74 @@ type Proc struct {
 	Finish func(exit *Exit, state *os.ProcessState)
 	// Gate releases a process that was started held at a gate; when nil,
 	// Release starts the command itself.
-	Gate        func() error
+	Gate func() error
+	// Interrupter sends the agent SIGINT; when nil, the whole process
+	// group gets it.
+	Interrupter func() error
 	enforcement string
+	input       io.WriteCloser // the agent's standard input: a pipe or a pty
+	inputPeer   *os.File       // the end the child gets; closed once it has it
+	tty         *os.File       // the pty's master, read for output
 
 	mu      sync.Mutex
 	bound   string
-	started bool
+	running bool
 	done    chan struct{}
 	exit    Exit
 	err     error
 }
 
 // NewProc prepares cmd to run in its own process group (or session, when
-// the caller set Setsid) with its output bounded by limits.OutputBytes.
-// Output before Release is held back (see Early); after it, it goes to output.
-func NewProc(ctx context.Context, cmd *exec.Cmd, limits Limits, output io.Writer, enforcement string) *Proc {
+// the caller set Setsid) with its output bounded by limits.OutputBytes and
+// its standard input a pipe, or a pseudo-terminal of its own when
+// agent.TTY. Output before Release is held back (see Early); after it, it
+// goes to agent.Output.
+func NewProc(ctx context.Context, cmd *exec.Cmd, limits Limits, agent Command, enforcement string) (*Proc, error) {
 	p := &Proc{ctx: ctx, cmd: cmd, limits: limits, enforcement: enforcement, done: make(chan struct{})}
-	p.out = &switchWriter{final: &limitWriter{w: output, limit: limits.OutputBytes, over: func() { p.hit(BoundOutput) }}}
+	p.out = &switchWriter{final: &limitWriter{w: agent.Output, limit: limits.OutputBytes, over: func() { p.hit(BoundOutput) }}}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = !cmd.SysProcAttr.Setsid
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	return p
+	if agent.TTY {
+		master, slave, err := pty.Open()
+		if err != nil {
+			return nil, fmt.Errorf("open a terminal for the agent: %w", err)
+		}
+		p.tty, p.input, p.inputPeer = master, master, slave
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		return p, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.input, p.inputPeer = w, r
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, p.out, p.out
+	return p, nil
+}
+
+// Input is the agent's standard input.
+func (p *Proc) Input() io.WriteCloser { return p.input }
+
+// Interrupt sends the agent SIGINT.
+func (p *Proc) Interrupt() error {
+	if p.Interrupter != nil {
+		return p.Interrupter()
+	}
+	if p.cmd.Process == nil {
+		return errors.New("the agent has not started")
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
+}
+
+// started is called once the child runs: the parent's copy of the child's
+// input end is closed, and a terminal's output is copied out.
+func (p *Proc) started() {
+	p.inputPeer.Close()
+	if p.tty != nil {
+		go io.Copy(p.out, p.tty)
+	}
 }
 
 // StartHeld starts the command before Release, for providers whose command
@@ -69,7 +116,8 @@ func (p *Proc) StartHeld() error {
 	if err := p.cmd.Start(); err != nil {
 		return err
 	}
-	p.started = true
+	p.running = true
+	p.started()
 	go p.wait()
 	return nil
 }
@@ -86,13 +134,14 @@ func (p *Proc) Enforcement() string { return p.enforcement }
 // Release lets the agent run and starts the outside watch.
 func (p *Proc) Release() error {
 	p.out.release()
-	if !p.started {
+	if !p.running {
 		if err := p.cmd.Start(); err != nil {
 			p.err = fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
 			close(p.done)
 			return p.err
 		}
-		p.started = true
+		p.running = true
+		p.started()
 		go p.wait()
 	} else if p.Gate != nil {
 		if err := p.Gate(); err != nil {
@@ -179,6 +228,7 @@ func (p *Proc) wait() {
 	if p.Finish != nil {
 		p.Finish(&exit, p.cmd.ProcessState)
 	}
+	p.input.Close()
 	if p.ctx.Err() != nil && exit.Bound == "" && p.err == nil {
 		p.err = p.ctx.Err()
 	}

@@ -36,14 +36,18 @@ type Spec struct {
 	// only way out, through a forwarder on the sandbox's loopback that the
 	// agent's proxy variables name. Empty means no network at all.
 	ProxySocket string
-	// Files are host files the agent may read (never write) at a path of
-	// its own: the lease's credential files.
-	Files []HostFile
+	// Binds are single host files the lease shares with its agent (the
+	// prompt, the agent's state file, its credential files) at fixed places
+	// inside the sandbox.
+	Binds []Bind
 }
 
-// HostFile is a host file shown read-only to the agent at Path.
-type HostFile struct {
-	Host, Path string
+// Bind puts one host file at Sandbox, inside the sandbox. Providers without
+// a sandbox give the agent the host path instead (see BindPath).
+type Bind struct {
+	Host     string
+	Sandbox  string
+	Writable bool
 }
 
 // Limits are the resource bounds of one agent run. Zero means no bound.
@@ -61,8 +65,9 @@ type Command struct {
 	Argv []string
 	// Env is the agent's environment. Sandboxed providers give the agent
 	// nothing else; the worktree provider adds it to the user's own.
-	Env    []string
-	Stdin  io.Reader
+	Env []string
+	// TTY runs the agent on a pseudo-terminal (its own, never the user's).
+	TTY    bool
 	Output io.Writer // standard output and error, merged
 }
 
@@ -102,8 +107,13 @@ type Provider interface {
 
 // Process is a launched, gated agent.
 type Process interface {
+	// Input is the agent's standard input (a pipe, or its terminal). Close
+	// it to send end-of-file.
+	Input() io.WriteCloser
 	// Release lets the agent command start.
 	Release() error
+	// Interrupt asks the agent to stop (SIGINT), as Ctrl-C would.
+	Interrupt() error
 	// Wait waits for the agent and its whole sandbox to end.
 	Wait() (Exit, error)
 	// Kill stops the whole sandbox now.

@@ -132,21 +132,29 @@ func (s *Signer) String() string {
 
 // signSSHSIG signs message as an SSHSIG blob in SignatureNamespace.
 func (s *Signer) signSSHSIG(message io.Reader) ([]byte, error) {
-	if s.key != nil {
-		return sshsigBlob(message, s.key)
-	}
-	var blob []byte
-	err := withAgentKey(s.socket, s.pub, func(k ssh.Signer) (err error) {
-		blob, err = sshsigBlob(message, k)
-		return err
-	})
-	return blob, err
-}
-
-func sshsigBlob(message io.Reader, k ssh.Signer) ([]byte, error) {
-	sig, err := sshsig.Sign(message, k, sshsig.HashSHA512, SignatureNamespace)
+	sig, err := s.sshsig(message, SignatureNamespace)
 	if err != nil {
-		return nil, fmt.Errorf("signing with %s: %w", ssh.FingerprintSHA256(k.PublicKey()), err)
+		return nil, err
 	}
 	return sig.Marshal(), nil
+}
+
+// sshsig signs message in namespace with the local key or through the agent.
+func (s *Signer) sshsig(message io.Reader, namespace string) (*sshsig.Signature, error) {
+	sign := func(k ssh.Signer) (*sshsig.Signature, error) {
+		sig, err := sshsig.Sign(message, k, sshsig.HashSHA512, namespace)
+		if err != nil {
+			return nil, fmt.Errorf("signing with %s: %w", ssh.FingerprintSHA256(k.PublicKey()), err)
+		}
+		return sig, nil
+	}
+	if s.key != nil {
+		return sign(s.key)
+	}
+	var sig *sshsig.Signature
+	err := withAgentKey(s.socket, s.pub, func(k ssh.Signer) (err error) {
+		sig, err = sign(k)
+		return err
+	})
+	return sig, err
 }

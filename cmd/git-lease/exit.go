@@ -16,6 +16,7 @@ const (
 	exitFailed   = 1 // the operation failed, or the lease ended failed, quarantined or canceled
 	exitUsage    = 2 // bad flags or arguments
 	exitConflict = 3 // a ref moved under us: read again and retry
+	exitTimeout  = 4 // wait --timeout passed; the lease goes on
 )
 
 // errLeaseFailed is returned by commands whose lease ended badly, after the
@@ -37,7 +38,7 @@ func exitCode(err error) int {
 	if errors.Is(err, errLeaseFailed) {
 		return exitFailed
 	}
-	if errors.Is(err, errReviewMismatch) {
+	if errors.Is(err, errReviewMismatch) || errors.Is(err, errNotVerified) {
 		fail(err)
 		return exitFailed
 	}

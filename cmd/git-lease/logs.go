@@ -19,7 +19,10 @@ count).
 Example:
    git lease logs 3f9c
    git lease logs --check 1 3f9c`,
-		Flags: []cli.Flag{&cli.IntFlag{Name: "check", Usage: "print the log of check N instead"}},
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "check", Usage: "print the log of check N instead"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing while the agent runs"},
+		},
 		Action: func(c *cli.Context) error {
 			id, err := oneID(c)
 			if err != nil {
@@ -32,6 +35,9 @@ Example:
 			x, err := gitlease.LoadPrefix(repo, id)
 			if err != nil {
 				return err
+			}
+			if c.Bool("follow") {
+				return gitlease.Follow(c.Context, x, os.Stdout)
 			}
 			var out []byte
 			if n := c.Int("check"); n > 0 {

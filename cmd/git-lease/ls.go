@@ -59,7 +59,14 @@ func runLs(mission string, asJSON bool) error {
 		if mission == "" {
 			mission = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, l.State, l.Mode, l.Base[:12], mission, summary)
+		state := string(l.State)
+		if l.State == gitlease.Running && l.Activity != nil {
+			state += "/" + l.Activity.State
+			if l.Activity.Message != "" {
+				summary = l.Activity.Message
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, state, l.Mode, l.Base[:12], mission, summary)
 	}
 	return w.Flush()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
@@ -22,6 +23,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == bwrap.ForwardArg {
 		bwrap.RunForwarder(os.Args[2:]) // the sandbox's network forwarder: never returns
+	}
+	if len(os.Args) > 1 && os.Args[1] == gitlease.RunnerArg {
+		os.Exit(runRunner(os.Args[2:]))
 	}
 	os.Exit(run(os.Args))
 }
@@ -62,6 +66,12 @@ Example:
 			cleanupCommand(),
 			reconcileCommand(),
 			gcCommand(),
+			verifyCommand(),
+			keysCommand(),
+			waitCommand(),
+			cancelCommand(),
+			attachCommand(),
+			collectCommand(),
 			findingsCommand(),
 			manCommand(),
 		},

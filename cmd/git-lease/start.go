@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -20,8 +21,8 @@ and moves the lease to review. The ID is printed on standard output; the
 agent's output and progress go to standard error.
 
 --agent NAME runs an agent preset (see git lease agents) instead of CMD:
-its command with --prompt TEXT put in, its destinations on the lease's
-network allowlist, its credentials passed to the agent alone.
+its command (with the prompt in it where it says {prompt}), its destinations
+on the lease's network allowlist, its credentials passed to the agent alone.
 
 A sandboxed lease has no network unless trusted policy allows destinations
 ([network] allow); --net DEST picks some of them. --credential NAME passes
@@ -42,8 +43,13 @@ Example:
 			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
 			&cli.StringSliceFlag{Name: "check", Usage: "a check command to run against the result in a fresh sandbox (repeatable)"},
 			&cli.StringSliceFlag{Name: "artifact", Usage: "a workspace file to keep in the lease log, bounded (repeatable)"},
+			&cli.StringFlag{Name: "prompt", Usage: "the prompt, given to the agent on standard input once the lease's identities are recorded"},
+			&cli.StringFlag{Name: "prompt-file", Usage: "read the prompt from this file"},
+			&cli.BoolFlag{Name: "private-prompt", Usage: "record only the prompt's sha256, not its text"},
+			&cli.BoolFlag{Name: "tty", Usage: "run the agent on a pseudo-terminal of its own"},
+			&cli.StringFlag{Name: "supervisor", Usage: "headless (default: git config lease.supervisor, else headless) or herdr"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return once the agent runs; git lease wait collects it"},
 			&cli.StringFlag{Name: "agent", Usage: "run agent preset `NAME` (see git lease agents) instead of a command"},
-			&cli.StringFlag{Name: "prompt", Usage: "the `TEXT` the agent preset's command works on"},
 			&cli.StringSliceFlag{Name: "net", Usage: "reach only `DEST` (host:port) of the policy's network allowlist (repeatable)"},
 			&cli.StringSliceFlag{Name: "credential", Usage: "pass credential `NAME`, which policy allows, to this lease's agent (repeatable)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not echo the agent's output"},
@@ -54,7 +60,19 @@ Example:
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
 				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
 				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
-				Agent: c.String("agent"), Prompt: c.String("prompt"), Net: c.StringSlice("net"), Credentials: c.StringSlice("credential"),
+				Prompt: c.String("prompt"), PrivatePrompt: c.Bool("private-prompt"), TTY: c.Bool("tty"),
+				Supervisor: c.String("supervisor"), Detach: c.Bool("detach"),
+				Agent: c.String("agent"), Net: c.StringSlice("net"), Credentials: c.StringSlice("credential"),
+			}
+			if f := c.String("prompt-file"); f != "" {
+				if opts.Prompt != "" {
+					return usagef("give --prompt or --prompt-file, not both")
+				}
+				b, err := os.ReadFile(f)
+				if err != nil {
+					return err
+				}
+				opts.Prompt = string(b)
 			}
 			if !c.Bool("quiet") {
 				opts.Output = os.Stderr
@@ -78,7 +96,7 @@ func runStart(opts gitlease.StartOptions, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	x, err := gitlease.Start(contextWithSignals(), repo, opts)
+	x, err := gitlease.Start(context.Background(), repo, opts)
 	if x == nil {
 		return err
 	}
@@ -89,6 +107,9 @@ func runStart(opts gitlease.StartOptions, asJSON bool) error {
 	}
 	if err != nil {
 		return err
+	}
+	if opts.Detach && !x.Lease.State.Settled() {
+		return nil
 	}
 	if x.Lease.State != gitlease.Review {
 		fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)

@@ -26,11 +26,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "git-lease"), ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building git-lease:", err)
-		os.Exit(1)
+	for name, pkg := range map[string]string{"git-lease": ".", "herdr-standin": "../../testdata/herdr-standin"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -60,6 +62,10 @@ func TestTranscripts(t *testing.T) {
 	ts.Commands["exists"] = existsCmd
 	gitPath := lookPath(t, "git")
 	path := os.Getenv("PATH")
+	keys, err := filepath.Abs(filepath.Join("..", "..", "testdata", "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts.Setup = func(root string) error {
 		transcriptEnv(t, root, path)
 		// ${ROOTDIR}/nobwrap is a PATH with git and git-lease but no bwrap.
@@ -71,6 +77,9 @@ func TestTranscripts(t *testing.T) {
 			if err := os.Symlink(target, filepath.Join(nobwrap, name)); err != nil {
 				return err
 			}
+		}
+		if err := installTestKey(keys, filepath.Join(root, "home", ".config", "git-lease", "keys")); err != nil {
+			return err
 		}
 		return os.WriteFile(filepath.Join(root, "gitconfig"), []byte("[init]\n\tdefaultBranch = main\n"), 0o644)
 	}
@@ -94,4 +103,23 @@ func existsCmd(args []string, _ string) ([]byte, error) {
 		out = fmt.Appendf(out, "%s: %v\n", p, err == nil)
 	}
 	return out, nil
+}
+
+// installTestKey gives the transcripts a fixed signing key
+// (testdata/keys, made for tests only), so that signatures, and so commit
+// hashes, are the same in every run: ed25519 signatures are deterministic.
+func installTestKey(from, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, name := range []string{"git-lease_ed25519", "git-lease_ed25519.pub"} {
+		b, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -36,7 +36,14 @@ func bwrapOptions(self string, spec sandbox.Spec, d dirs, cmd sandbox.Command) [
 	for _, ro := range spec.ReadOnly {
 		a = append(a, "--ro-bind", ro, ro)
 	}
-	a = append(a, leaseBinds(self, spec)...)
+	for _, b := range spec.Binds {
+		if b.Writable {
+			a = append(a, "--bind", b.Host, b.Sandbox)
+		} else {
+			a = append(a, "--ro-bind", b.Host, b.Sandbox)
+		}
+	}
+	a = append(a, networkBinds(self, spec)...)
 	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
 	if spec.Limits.DiskBytes > 0 {

@@ -111,12 +111,15 @@ func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 // gateScript is the sandbox's PID 1 (bwrap --as-pid-1). It tells the host
 // on fd 4 that the sandbox is fully set up, holds the agent until the host
 // writes to fd 5 (after it has recorded every identity of the lease), and
-// closes both before the agent runs. It then runs the agent as its child
-// and waits for it, reaping orphans on the way, so that the agent's
-// resource usage (peak memory, CPU time) reaches the host with the exit
-// status. The agent's standard input is passed on explicitly because a
-// background job's would be /dev/null. (fd 3 carried the init its spec.)
-const gateScript = `printf r >&4 && exec 4>&- && read -r _ <&5 && exec 5<&- || exit 125; exec 3<&0; "$@" <&3 3<&- & wait $!`
+// closes both before the agent runs. It then runs the agent in the
+// foreground and waits for it (reaping orphans on the way), so that the
+// agent's resource usage (peak memory, CPU time) reaches the host with its
+// exit status, and the agent starts with default signal handling: an
+// asynchronous command would start with SIGINT ignored, and could not be
+// interrupted gracefully. "exit $?" keeps the shell from exec'ing the agent
+// as PID 1, which ignores signals it has no handler for. (fd 3 carried the
+// init its spec.)
+const gateScript = `printf r >&4 && exec 4>&- && read -r _ <&5 && exec 5<&- || exit 125; "$@"; exit $?`
 
 // Launch starts the sandbox around cmd and returns once it is fully set up
 // with the agent held at its gate, or fails with sandbox.ErrUnavailable and
@@ -148,7 +151,6 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	c := exec.Command(p.Self, InitArg)
 	c.Env = []string{}
 	c.Dir = "/"
-	c.Stdin = cmd.Stdin
 	c.ExtraFiles = []*os.File{specR, readyW, goR}
 	c.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
@@ -158,8 +160,12 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		Setsid:                     true,
 		Pdeathsig:                  syscall.SIGKILL,
 	}
-	proc := sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, lim.enforcement())
+	proc, err := sandbox.NewProc(ctx, c, spec.Limits, cmd, lim.enforcement())
+	if err != nil {
+		return nil, err
+	}
 	proc.Watch = lim.watch
+	proc.Interrupter = lim.interrupt
 	proc.Finish = lim.finish
 	proc.Gate = func() error {
 		_, err := goW.Write([]byte("go\n"))

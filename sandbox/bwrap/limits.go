@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -104,6 +105,47 @@ func (l *limiter) started(first int) {
 		l.pidns = ns
 		l.mu.Unlock()
 	}
+}
+
+// interrupt sends SIGINT to every process of the sandbox but its PID 1
+// (the gate shell, which only waits for the agent), as Ctrl-C would.
+func (l *limiter) interrupt() error {
+	l.mu.Lock()
+	ns := l.pidns
+	l.mu.Unlock()
+	if ns == "" {
+		return errors.New("the sandbox has not started")
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && link == ns && nsPID(pid) != 1 {
+			syscall.Kill(pid, syscall.SIGINT)
+		}
+	}
+	return nil
+}
+
+// nsPID is a process's PID inside its own pid namespace (NSpid's last field).
+func nsPID(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
 }
 
 // watch returns the bound the sandbox has reached, if any.

@@ -61,18 +61,13 @@ func forward(args []string) error {
 const forwarderScript = `fwd=$(` + selfInSandbox + ` ` + ForwardArg + ` ` + forwardAddr + ` ` + socketInSandbox +
 	` </dev/null 3<&- 4>&- 5<&- &) && [ "$fwd" = ready ] || exit 125; `
 
-// leaseBinds are the lease's own mounts: for a network, the git-lease
-// binary (read-only) and the proxy's socket (connecting needs a writable
-// bind); then the lease's files, read-only.
-func leaseBinds(self string, spec sandbox.Spec) []string {
-	var a []string
-	if spec.ProxySocket != "" {
-		a = append(a, "--ro-bind", self, selfInSandbox, "--bind", spec.ProxySocket, socketInSandbox)
+// networkBinds are a network's mounts: the git-lease binary (read-only)
+// and the proxy's socket (connecting needs a writable bind).
+func networkBinds(self string, spec sandbox.Spec) []string {
+	if spec.ProxySocket == "" {
+		return nil
 	}
-	for _, f := range spec.Files {
-		a = append(a, "--ro-bind", f.Host, f.Path)
-	}
-	return a
+	return []string{"--ro-bind", self, selfInSandbox, "--bind", spec.ProxySocket, socketInSandbox}
 }
 
 // networkEnv is what the agent's environment adds for a network: the proxy

@@ -50,9 +50,11 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if err != nil {
 		return nil, err
 	}
-	c.Stdin = cmd.Stdin
 	enforcement := fmt.Sprintf("crabbox provider %s (its own isolation and limits); wall time and output watched on the host", p.CrabboxProvider)
-	proc := sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, enforcement)
+	proc, err := sandbox.NewProc(ctx, c, spec.Limits, cmd, enforcement)
+	if err != nil {
+		return nil, err
+	}
 	// NewProc sends stderr to the output; keep its tail for the report.
 	stderr := &tail{max: maxStderr}
 	c.Stderr = io.MultiWriter(c.Stderr, stderr)

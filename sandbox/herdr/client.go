@@ -93,7 +93,8 @@ type method struct {
 	reread bool
 }
 
-// methods is every method the client calls. There is no focus method.
+// methods is every method the client calls. The one focus method is
+// reachable only through Attach.
 var methods = map[string]method{
 	"ping":               {result: "pong", reread: true},
 	"workspace.create":   {result: "workspace_created"},
@@ -109,6 +110,7 @@ var methods = map[string]method{
 	"pane.release_agent": {result: "ok"},
 	"agent.wait":         {result: "agent_info", reread: true},
 	"pane.close":         {result: "ok"},
+	"pane.focus":         {result: "ok"}, // only through Attach
 }
 
 // noFocus is the focus parameter of every create: it can only say false.
@@ -137,6 +139,17 @@ func (c *Client) callWithin(ctx context.Context, budget time.Duration, name stri
 	if strings.Contains(name, "focus") {
 		return fmt.Errorf("herdr %s: %w", name, ErrFocus)
 	}
+	return c.send(ctx, budget, name, params, out)
+}
+
+// Attach brings a pane forward (pane.focus). It is the one focus call the
+// client makes, and only git lease attach, run by the user, calls it.
+func (c *Client) Attach(ctx context.Context, paneID string) error {
+	return c.send(ctx, c.timeout(), "pane.focus", map[string]string{"pane_id": paneID}, nil)
+}
+
+// send is callWithin without the focus guard.
+func (c *Client) send(ctx context.Context, budget time.Duration, name string, params, out any) error {
 	m, ok := methods[name]
 	if !ok {
 		return fmt.Errorf("herdr %s: not a method git-lease calls", name)

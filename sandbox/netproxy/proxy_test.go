@@ -162,8 +162,14 @@ func TestEveryEventIsCountedAndTheFirstAreKept(t *testing.T) {
 	if len(s.Events) != 3 || s.Omitted != 2 || s.Refused != 5 || s.Allowed != 0 {
 		t.Fatalf("summary %+v", s)
 	}
-	if s.Events[0].Dest != "hosta.test:443" || s.Events[2].Dest != "hostc.test:443" {
-		t.Fatalf("kept %+v, want the first three", s.Events)
+	// Events are kept in the order connections end, which concurrent
+	// handlers do not fix: check the kept ones are three distinct asks.
+	kept := map[string]bool{}
+	for _, ev := range s.Events {
+		kept[ev.Dest] = true
+	}
+	if len(kept) != 3 {
+		t.Fatalf("kept %+v, want three distinct connections", s.Events)
 	}
 	if len(refused) != 5 || refused[4].Reason != ReasonNotAllowlisted {
 		t.Fatalf("OnRefused saw %+v, want all five", refused)

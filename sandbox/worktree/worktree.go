@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
 )
@@ -29,12 +30,26 @@ func (Provider) Create(context.Context, sandbox.Spec) error { return nil }
 // Launch prepares the command to run in the review worktree with the user's
 // environment plus cmd.Env; it starts at Release. Only the wall-time and
 // output bounds apply: nothing else can be enforced without a sandbox.
+// Shared files are given as their host paths.
 func (Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
 	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
 	c.Dir = spec.Worktree
 	c.Env = append(os.Environ(), cmd.Env...)
-	c.Stdin = cmd.Stdin
-	return sandbox.NewProc(ctx, c, spec.Limits, cmd.Output, "none (trusted_local: wall time and output only)"), nil
+	for _, b := range spec.Binds {
+		c.Env = replacePath(c.Env, b)
+	}
+	return sandbox.NewProc(ctx, c, spec.Limits, cmd, "none (trusted_local: wall time and output only)")
+}
+
+// replacePath points environment values naming a bind's sandbox path at
+// its host path instead.
+func replacePath(env []string, b sandbox.Bind) []string {
+	for i, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && v == b.Sandbox {
+			env[i] = k + "=" + b.Host
+		}
+	}
+	return env
 }
 
 // Delta is the whole review worktree.

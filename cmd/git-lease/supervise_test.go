@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/refs/refstest"
+)
+
+// logEvents lists a lease log's events and transitions, oldest first:
+// "provisioning" for a transition to it, "event:prompted" for an event.
+func logEvents(t *testing.T, dir, id string) []string {
+	t.Helper()
+	out := refstest.Git(t, dir, "log", "--reverse", "--format=%s%x09%(trailers:key=Lease-Event,valueonly,separator=)", "refs/leases/"+id)
+	var events []string
+	for _, line := range strings.Split(out, "\n") {
+		subject, event, _ := strings.Cut(line, "\t")
+		if event != "" {
+			events = append(events, "event:"+event)
+			continue
+		}
+		if i := strings.LastIndex(subject, "-> "); i >= 0 {
+			events = append(events, subject[i+3:])
+		}
+	}
+	return events
+}
+
+func record(t *testing.T, dir, id string) *gitlease.Lease {
+	t.Helper()
+	var l gitlease.Lease
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "show", "--json", id)), &l); err != nil {
+		t.Fatal(err)
+	}
+	return &l
+}
+
+func startDetached(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out := mustRun(t, dir, append([]string{"start", "-q", "--detach"}, args...)...)
+	lines := nonEmpty(out)
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// waitFor polls until cond holds or fails the test after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestDetachedLifecycleEvents runs a detached headless lease whose agent
+// reads its prompt, reports itself blocked with a question and finishes;
+// the CLI that started it is gone, and a new git-lease process reconnects
+// to the same runner with wait. Every event is in the log, in order, and
+// the prompt arrived only after the sandbox and the runner were recorded.
+func TestDetachedLifecycleEvents(t *testing.T) {
+	dir := faultRepo(t)
+	agent := `read p; echo "prompt: $p"; echo "blocked: may I proceed?" > "$LEASE_STATE_FILE"; sleep 3; ` +
+		`echo working > "$LEASE_STATE_FILE"; sleep 0.5; echo done > result.txt`
+	id := startDetached(t, dir, "--prompt", "fix it", "--", "sh", "-c", agent)
+	waitFor(t, "the agent to read its prompt", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "runs", id, "agent.log"))
+		return strings.Contains(string(b), "prompt: fix it")
+	})
+	// The prompt has arrived: the sandbox and the runner must be recorded.
+	events := logEvents(t, dir, id)
+	prompted := indexOf(events, "event:prompted")
+	running := indexOf(events, "running")
+	if running < 0 || (prompted >= 0 && prompted < running) {
+		t.Fatalf("the prompt came before the identities were recorded: %v", events)
+	}
+	l := record(t, dir, id)
+	if l.Supervisor == nil || l.Supervisor.Supervisor != "headless" || len(l.Receipts) < 2 {
+		t.Fatalf("identities not bound before the prompt: %+v %+v", l.Supervisor, l.Receipts)
+	}
+	waitFor(t, "the agent to say it is blocked", func() bool {
+		l := record(t, dir, id)
+		return l.Activity != nil && l.Activity.State == "blocked" && l.Activity.Message == "may I proceed?"
+	})
+	if ls := mustRun(t, dir, "ls"); !strings.Contains(ls, "running/blocked") || !strings.Contains(ls, "may I proceed?") {
+		t.Fatalf("ls does not show the blocked agent:\n%s", ls)
+	}
+	runnerFile := filepath.Join(dir, ".git", "lease", "runs", id, "runner.json")
+	runner, _ := os.ReadFile(runnerFile)
+	mustRun(t, dir, "wait", id) // a new process reconnects to the same runner
+	l = record(t, dir, id)
+	if after, _ := os.ReadFile(runnerFile); l.State != gitlease.Review || string(after) != string(runner) || len(runner) == 0 {
+		t.Fatalf("after wait: %s, runner %s (was %s)", l.State, after, runner)
+	}
+	want := []string{"provisioning", "event:supervisor-bound", "running", "event:working", "event:prompted", "event:blocked",
+		"event:reconnected", "event:working", "event:done", "collecting", "verifying", "review"}
+	if got := logEvents(t, dir, id); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("events:\n%v\nwant:\n%v", got, want)
+	}
+	if all := leases(t, dir); len(all) != 1 {
+		t.Fatalf("reconnecting created leases: %+v", all)
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestCancelKeepsThePartialDeltaUnmaterialized(t *testing.T) {
+	dir := faultRepo(t)
+	id := startDetached(t, dir, "--", "sh", "-c", `echo partial > part.txt; trap 'echo interrupted; exit 3' INT; while :; do sleep 0.1; done`)
+	waitFor(t, "the agent to start", func() bool { return record(t, dir, id).State == gitlease.Running })
+	began := time.Now()
+	mustRun(t, dir, "cancel", "--grace", "20s", id)
+	if time.Since(began) > 10*time.Second {
+		t.Fatalf("the graceful interrupt was not delivered: cancel took %s", time.Since(began))
+	}
+	l := record(t, dir, id)
+	if l.State != gitlease.Canceled {
+		t.Fatalf("state %s", l.State)
+	}
+	if out := mustRun(t, dir, "logs", id); !strings.Contains(out, "interrupted") {
+		t.Fatalf("the agent did not get SIGINT:\n%s", out)
+	}
+	if delta := refstest.Git(t, dir, "show", "refs/leases/"+id+":result/delta.txt"); !strings.Contains(delta, `"part.txt"`) {
+		t.Fatalf("the partial delta is not listed:\n%s", delta)
+	}
+	if tip := refstest.Git(t, dir, "rev-parse", "lease/"+id); tip != l.Base {
+		t.Fatalf("a canceled lease's branch moved")
+	}
+	mustRun(t, dir, "collect", "--partial", id)
+	if l := record(t, dir, id); l.State != gitlease.Review || l.Result.Manifest[0].Path != "part.txt" {
+		t.Fatalf("collect --partial: %s %+v", l.State, l.Result)
+	}
+}
+
+// herdrServer runs the Herdr stand-in on a socket for the test and
+// returns the file where it logs every method it is asked.
+func herdrServer(t *testing.T) (socket, requests string) {
+	t.Helper()
+	d := t.TempDir()
+	socket, requests = filepath.Join(d, "herdr.sock"), filepath.Join(d, "requests")
+	cmd := exec.Command(filepath.Join(binDir, "herdr-standin"), "-socket", socket, "-log", requests)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "the herdr stand-in", func() bool { _, err := os.Stat(socket); return err == nil })
+	t.Setenv("HERDR_SOCKET_PATH", socket)
+	return socket, requests
+}
+
+func noFocusCalls(t *testing.T, requests string) {
+	t.Helper()
+	b, _ := os.ReadFile(requests)
+	if strings.Contains(string(b), "focus") {
+		t.Fatalf("a focus method was called:\n%s", b)
+	}
+}
+
+func TestTwoHerdrLeasesAtOnceNeverTakeFocus(t *testing.T) {
+	dir := faultRepo(t)
+	_, requests := herdrServer(t)
+	var wg sync.WaitGroup
+	ids := make([]string, 2)
+	for i := range ids {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out, err := runLease(t, dir, nil, "start", "-q", "--supervisor", "herdr", "--prompt", "p", "--",
+				"sh", "-c", `read p; echo "blocked: ok?" > "$LEASE_STATE_FILE"; sleep 0.5; echo `+string(rune('a'+i))+` > f`+string(rune('a'+i)))
+			if err != nil {
+				t.Errorf("start %d: %v\n%s", i, err, out)
+				return
+			}
+			lines := nonEmpty(out)
+			ids[i] = strings.TrimSpace(lines[len(lines)-1])
+		}(i)
+	}
+	wg.Wait()
+	panes := map[string]bool{}
+	for _, id := range ids {
+		l := record(t, dir, id)
+		if l.State != gitlease.Review || l.Supervisor == nil || l.Supervisor.Supervisor != "herdr" || l.Supervisor.Label != "lease:"+id {
+			t.Fatalf("lease %s: %s %+v", id, l.State, l.Supervisor)
+		}
+		panes[l.Supervisor.PaneID] = true
+		if events := logEvents(t, dir, id); indexOf(events, "event:blocked") < 0 || indexOf(events, "event:done") < 0 {
+			t.Fatalf("lease %s events: %v", id, events)
+		}
+	}
+	if len(panes) != 2 {
+		t.Fatalf("two leases shared a pane: %v", panes)
+	}
+	noFocusCalls(t, requests)
+	mustRun(t, dir, "attach", ids[0]) // the one focus call, because the user asked
+	if b, _ := os.ReadFile(requests); strings.Count(string(b), "pane.focus") != 1 {
+		t.Fatalf("attach should make exactly one focus call:\n%s", b)
+	}
+	mustRun(t, dir, "cleanup", "--all")
+	b, _ := os.ReadFile(requests)
+	if strings.Count(string(b), "pane.close") != 2 {
+		t.Fatalf("cleanup did not close both panes:\n%s", b)
+	}
+	if out, err := runLease(t, dir, nil, "attach", ids[1]); err == nil || !strings.Contains(out, "gone") {
+		t.Fatalf("attach to a closed pane: %v\n%s", err, out)
+	}
+}
+
+func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
+	dir := faultRepo(t)
+	socket, requests := herdrServer(t)
+	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", `echo work > w.txt; sleep 60`)
+	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
+	// Restart the stand-in's panes, as a Herdr restart does: pane
+	// processes die, terminals get new IDs.
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(conn, `{"id":"r","method":"standin.restart","params":{}}`)
+	bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	waitFor(t, "the runner to be gone", func() bool {
+		out, _ := runLease(t, dir, nil, "wait", "--timeout", "1s", id)
+		return strings.Contains(out, "nothing runs it")
+	})
+	repair := mustRun(t, dir, "reconcile")
+	l := record(t, dir, id)
+	if l.State != gitlease.Failed || !strings.Contains(l.Reason, "herdr") {
+		t.Fatalf("after a herdr restart: %s %q\n%s", l.State, l.Reason, repair)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id, "sandbox", "upper", "w.txt")); err != nil {
+		t.Fatalf("the agent's work was not kept: %v", err)
+	}
+	noFocusCalls(t, requests)
+}

@@ -1,0 +1,155 @@
+package gitlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
+)
+
+// ErrTimeout is returned by Wait when the lease is still running at its
+// deadline; the lease goes on.
+var ErrTimeout = errors.New("the lease is still running")
+
+// Wait blocks until the lease is settled (its runner has collected the
+// result) or timeout passes (0: no timeout), and returns the settled lease.
+// It asks a live runner to record that someone reconnected to it; a lease
+// whose runner is gone is reported, for reconcile to repair.
+func Wait(ctx context.Context, x *Execution, timeout time.Duration) error {
+	if !x.Lease.State.Settled() {
+		x.signalRunner()
+	}
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		y, err := Load(x.Repo, x.Lease.ID)
+		if err != nil {
+			return err
+		}
+		*x = *y
+		if x.Lease.State.Settled() {
+			return nil
+		}
+		if !x.Busy() {
+			gone, why := x.endpointGone(ctx)
+			if !gone && x.Lease.State != Provisioning {
+				why = "its runner stopped working on it"
+			}
+			if gone || x.Lease.State != Provisioning {
+				return fmt.Errorf("lease %s is %s but nothing runs it (%s): run git lease reconcile", x.Lease.ID, x.Lease.State, why)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("lease %s: %w (%s)", x.Lease.ID, ErrTimeout, x.Lease.State)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Follow copies the agent's output to w as it is written, until the lease
+// is settled.
+func Follow(ctx context.Context, x *Execution, w io.Writer) error {
+	var offset int64
+	for {
+		if f, err := os.Open(filepath.Join(x.RunDir(), "agent.log")); err == nil {
+			f.Seek(offset, io.SeekStart)
+			n, _ := io.Copy(w, f)
+			offset += n
+			f.Close()
+		}
+		y, err := Load(x.Repo, x.Lease.ID)
+		if err != nil {
+			return err
+		}
+		*x = *y
+		if x.Lease.State.Settled() || (x.Lease.State != Provisioning && x.Lease.State != Running) {
+			if offset == 0 {
+				out, err := x.Output()
+				if err != nil {
+					return err
+				}
+				w.Write(out)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Cancel asks a running lease's runner to stop its agent: a graceful
+// interrupt, then a kill of the whole sandbox after grace. The lease ends
+// canceled, its partial delta kept for collect --partial. It returns once
+// the lease is settled.
+func Cancel(ctx context.Context, x *Execution, grace time.Duration) error {
+	if x.Lease.State != Running && x.Lease.State != Provisioning {
+		return fmt.Errorf("lease %s is %s: only a running lease can be canceled", x.Lease.ID, x.Lease.State)
+	}
+	sup, err := x.supervisorOf()
+	if err != nil {
+		return err
+	}
+	os.WriteFile(filepath.Join(x.RunDir(), "cancel"), []byte(fmt.Sprint(int(grace.Seconds()))), 0o600)
+	if err := sup.Interrupt(ctx, *x.Lease.Supervisor); err != nil {
+		return fmt.Errorf("lease %s: %w", x.Lease.ID, err)
+	}
+	return Wait(ctx, x, grace+30*time.Second)
+}
+
+// Attach brings the lease's supervisor endpoint to the user (a Herdr pane
+// is focused); only the user's own git lease attach calls it.
+func Attach(ctx context.Context, x *Execution) error {
+	sup, err := x.supervisorOf()
+	if err != nil {
+		return err
+	}
+	return sup.Attach(ctx, *x.Lease.Supervisor)
+}
+
+// CollectPartial collects what a canceled agent left, on the user's
+// request: the delta is verified like any result and goes to review.
+func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error {
+	if x.Lease.State != Canceled {
+		return fmt.Errorf("lease %s is %s: collect --partial is for canceled leases", x.Lease.ID, x.Lease.State)
+	}
+	if _, err := Signing(x.Repo, progress); err != nil {
+		return err
+	}
+	unlock, err := x.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	provider, err := providerByName(x.Lease.Provider)
+	if err != nil {
+		return err
+	}
+	d := provider.Delta(x.spec())
+	if _, err := os.Lstat(d.Root); err != nil {
+		return fmt.Errorf("lease %s: its partial delta is gone (cleaned up?): %w", x.Lease.ID, err)
+	}
+	if err := x.Move(ctx, Collecting, func(l *Lease) {
+		if l.Agent == nil {
+			l.Agent = &AgentRun{}
+		}
+		l.Agent.Exit = sandbox.Exit{Detail: "canceled; collected partially on request"}
+	}, nil); err != nil {
+		return err
+	}
+	return x.collectAndVerify(ctx, d, progress)
+}

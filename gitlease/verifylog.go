@@ -1,0 +1,215 @@
+package gitlease
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/verify"
+)
+
+// VerifyReport says whether a lease's evidence holds, and where it does not.
+type VerifyReport struct {
+	ID       refs.ID  `json:"id"`
+	OK       bool     `json:"ok"`
+	Entries  int      `json:"entries"`
+	Signers  []string `json:"signers"`
+	Problems []string `json:"problems"`
+}
+
+var subjectRE = regexp.MustCompile(`^lease ([0-9a-f]{12}): ([a-z]+) -> ([a-z]+)$`)
+
+// receiptTypes maps each signed record in the log to its predicate type.
+var receiptTypes = map[string]string{
+	resultReceipt: verify.PredicateResult, applyReceipt: verify.PredicateApply,
+	rejectReceipt: verify.PredicateReject, cleanupReceipt: verify.PredicateCleanup,
+}
+
+// VerifyLease checks a lease log whose tip is tip (and whose review
+// branch is at branch; zero means the branch is absent) against allowed:
+// the log is one chain of legal transitions from "new", every log commit is
+// signed by an allowed key and holds a record that agrees with its message;
+// every signed record verifies, is of its kind, and names exactly the
+// objects the record and the refs hold; the result tree matches the
+// manifest and the patch its digest; the records each state requires are
+// there; and the branch is where the state says. It needs only objects, so
+// it works on fetched and pushed logs alike.
+func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch plumbing.Hash, allowed *verify.AllowedSigners) *VerifyReport {
+	rep := &VerifyReport{ID: id, Signers: []string{}, Problems: []string{}}
+	problem := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
+	entries, err := repo.Log(tip)
+	if err != nil {
+		problem("log: %v", err)
+		return rep
+	}
+	rep.Entries = len(entries)
+	signers := map[string]bool{}
+	prev := New
+	var record *Lease
+	for i, e := range entries {
+		where := fmt.Sprintf("log entry %d (%s)", i+1, e.Commit.String()[:12])
+		subject := strings.SplitN(e.Message, "\n", 2)[0]
+		m := subjectRE.FindStringSubmatch(subject)
+		switch {
+		case m == nil || m[1] != string(id):
+			problem("%s: %q is not a log entry of lease %s", where, subject, id)
+		case State(m[2]) != prev:
+			problem("%s: %q does not follow state %s (an entry was removed or reordered)", where, subject, prev)
+		case m[2] != m[3] && !CanMove(State(m[2]), State(m[3])):
+			problem("%s: %s -> %s is not a legal transition", where, m[2], m[3])
+		}
+		if m != nil {
+			prev = State(m[3])
+		}
+		payload, sig, err := repo.CommitSignature(e.Commit)
+		if err == nil {
+			var who verify.Identity
+			if who, err = verify.VerifyCommit(payload, sig, allowed); err == nil {
+				signers[who.Principals] = true
+			}
+		}
+		if err != nil {
+			problem("%s: %v", where, err)
+		}
+		b, err := repo.ReadFile(e.Commit, recordFile, maxRecord)
+		if err == nil {
+			record, err = parseLease(b)
+		}
+		if err != nil {
+			problem("%s: %v", where, err)
+			record = nil
+			continue
+		}
+		if record.ID != id || (m != nil && record.State != State(m[3])) {
+			problem("%s: lease.json says lease %s is %s, the message says %q", where, record.ID, record.State, subject)
+		}
+	}
+	for s := range signers {
+		rep.Signers = append(rep.Signers, s)
+	}
+	if record != nil {
+		verifyEvidence(repo, tip, branch, record, allowed, problem)
+	}
+	rep.OK = len(rep.Problems) == 0
+	return rep
+}
+
+// verifyEvidence checks the tip's signed records and result against the
+// record and the refs.
+func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowed *verify.AllowedSigners, problem func(string, ...any)) {
+	present := map[string]bool{}
+	for name, predicateType := range receiptTypes {
+		env, err := repo.ReadFile(tip, name, 4<<20)
+		if err != nil {
+			continue
+		}
+		present[name] = true
+		st, _, err := verify.VerifyEnvelope(env, allowed, predicateType)
+		if err != nil {
+			problem("%s: %v", name, err)
+			continue
+		}
+		if want := wantSubjects(name, l); want != nil && !sameSubjects(st.Subject, want) {
+			problem("%s: its subjects do not name the lease's objects (the record or a ref was changed after signing)", name)
+		}
+		if name == resultReceipt && l.Result != nil {
+			var p resultPredicate
+			if json.Unmarshal(st.Predicate, &p) != nil || !sameFiles(p.Manifest, l.Result.Manifest) {
+				problem("%s: the signed manifest is not the record's", name)
+			}
+		}
+		if name == cleanupReceipt && l.Cleanup != nil {
+			var p Cleanup
+			if json.Unmarshal(st.Predicate, &p) != nil || p.State != l.Cleanup.State {
+				problem("%s: the signed cleanup state is not the record's %s", name, l.Cleanup.State)
+			}
+		}
+	}
+	need := map[State][]string{Review: {resultReceipt}, Applied: {resultReceipt, applyReceipt}, Rejected: {resultReceipt, rejectReceipt}}[l.State]
+	if l.Cleanup != nil && l.Cleanup.State != CleanupPending {
+		need = append(need, cleanupReceipt)
+	}
+	for _, name := range need {
+		if !present[name] {
+			problem("%s is missing: a lease that is %s must carry it", name, l.State)
+		}
+	}
+	if r := l.Result; r != nil && r.Tree != "" {
+		verifyResultObjects(repo, tip, l, problem)
+	}
+	wantBranch := l.Base
+	if l.State == Review || l.State == Applied || l.State == Rejected {
+		wantBranch = l.Result.Commit
+	}
+	if branch.String() != wantBranch && !branch.IsZero() {
+		problem("branch %s is at %s, but a lease that is %s has it at %s", l.Branch, branch, l.State, wantBranch)
+	}
+}
+
+// verifyResultObjects checks the patch digest, the manifest file, the
+// result commit and that base → result tree is exactly the manifest.
+func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem func(string, ...any)) {
+	r := l.Result
+	patch, err := repo.ReadFile(tip, patchFile, maxPatch)
+	if err != nil || verify.PatchDigest(patch) != r.PatchDigest {
+		problem("%s: its digest is not the recorded %s", patchFile, r.PatchDigest)
+	}
+	mb, err := repo.ReadFile(tip, manifestFile, maxPatch)
+	if err == nil {
+		var m *verify.Manifest
+		if m, err = verify.ParseManifest(mb); err == nil && !sameFiles(m.Files, r.Manifest) {
+			err = fmt.Errorf("it lists other changes than the record")
+		}
+	}
+	if err != nil {
+		problem("%s: %v", manifestFile, err)
+	}
+	c, err := repo.Commit(plumbing.NewHash(r.Commit))
+	if err != nil || c.TreeHash.String() != r.Tree || len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base {
+		problem("result commit %s is not the result tree on the base", r.Commit)
+		return
+	}
+	base, err := repo.Commit(plumbing.NewHash(r.Base))
+	if err != nil {
+		problem("base %s: %v", r.Base, err)
+		return
+	}
+	desc, err := describe(context.Background(), repo, base.Hash, base.TreeHash, c.TreeHash)
+	if err != nil || !sameFiles(desc.Manifest.Files, r.Manifest) {
+		problem("the result tree %s is not the base plus the manifest's changes", r.Tree)
+	}
+}
+
+// wantSubjects is what each signed record must be about.
+func wantSubjects(name string, l *Lease) []verify.Subject {
+	switch {
+	case name == resultReceipt && l.Result != nil:
+		return resultSubjects(l.Result)
+	case name == applyReceipt && l.Applied != nil:
+		return []verify.Subject{commitSubject(l.Applied.Target, l.Applied.Commit), commitSubject("from", l.Applied.From)}
+	case name == rejectReceipt && l.Result != nil:
+		return []verify.Subject{commitSubject("result", l.Result.Commit)}
+	case name == cleanupReceipt:
+		return []verify.Subject{commitSubject("base", l.Base)}
+	}
+	return nil
+}
+
+func sameSubjects(a, b []verify.Subject) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// Verify checks one lease of this repository with VerifyLease, from its
+// log ref and branch.
+func Verify(ctx context.Context, x *Execution, allowed *verify.AllowedSigners) *VerifyReport {
+	branch, _ := x.Repo.Ref(x.Lease.ID.BranchRef())
+	return VerifyLease(ctx, x.Repo, x.Lease.ID, x.Tip, branch, allowed)
+}
