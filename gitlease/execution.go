@@ -26,6 +26,13 @@ func Load(repo *refs.Repo, id refs.ID) (*Execution, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LoadAt(repo, id, tip)
+}
+
+// LoadAt reads the record of lease id in the log commit tip, which need not
+// be where refs/leases/<id> is: a fetched log (ListRemote), say. It only
+// reads; a move would compare-and-swap refs/leases/<id> against tip.
+func LoadAt(repo *refs.Repo, id refs.ID, tip plumbing.Hash) (*Execution, error) {
 	b, err := repo.ReadFile(tip, recordFile, maxRecord)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
