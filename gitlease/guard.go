@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/git-lease/git-lease/refs"
 )
 
 // ErrLeaseRefGuarded is returned by GuardLeaseRefs for a transaction that
@@ -38,12 +40,16 @@ func readRefLines(r io.Reader) ([]refLine, error) {
 
 // GuardLeaseRefs is the local reference-transaction hook: in state
 // "prepared" it refuses, with ErrLeaseRefGuarded naming the refs, a
-// transaction that changes any ref under refs/leases/. In the other states
-// (committed, aborted) git ignores a hook's refusal, so it accepts. It is a
-// guard against other tools and accidents (git update-ref, a stray fetch
-// refspec), not a security boundary: git-lease runs git with hooks off,
-// and so can anyone else. It reads only its input.
-func GuardLeaseRefs(state string, input io.Reader) error {
+// transaction that changes where any ref under refs/leases/ points. git
+// pack-refs (and so git gc) passes: it writes each ref into packed-refs at
+// the value it has and then removes loose copies that packed-refs now
+// holds at the same value, which changes nothing a reader sees. In the
+// other states (committed, aborted) git ignores a refusal, so it accepts.
+// open opens the repository, and is called only for input that names a
+// lease log. It is a guard against other tools and accidents (git
+// update-ref, a stray fetch refspec), not a security boundary: git-lease
+// runs git with hooks off, and so can anyone else. It writes nothing.
+func GuardLeaseRefs(state string, input io.Reader, open func() (*refs.Repo, error)) error {
 	if state != "prepared" {
 		return nil
 	}
@@ -51,9 +57,22 @@ func GuardLeaseRefs(state string, input io.Reader) error {
 	if err != nil {
 		return err
 	}
+	var repo *refs.Repo
 	var guarded []string
 	for _, l := range lines {
-		if strings.HasPrefix(l.Name, "refs/leases/") {
+		if !strings.HasPrefix(l.Name, "refs/leases/") {
+			continue
+		}
+		if repo == nil {
+			if repo, err = open(); err != nil {
+				return err
+			}
+		}
+		same, err := unchanged(repo, l)
+		if err != nil {
+			return err
+		}
+		if !same {
 			guarded = append(guarded, l.Name)
 		}
 	}
@@ -61,4 +80,25 @@ func GuardLeaseRefs(state string, input io.Reader) error {
 		return fmt.Errorf("refusing to change %s: %w", strings.Join(guarded, ", "), ErrLeaseRefGuarded)
 	}
 	return nil
+}
+
+// unchanged reports whether a transaction line leaves its ref where readers
+// see it: an update to the value the ref already has, or the removal of a
+// loose ref that packed-refs holds at the same value (old given). A real
+// deletion also deletes the packed copy, in a line without an old value,
+// so it is a change.
+func unchanged(repo *refs.Repo, l refLine) (bool, error) {
+	oldOID, okOld := parseOID(l.Old)
+	newOID, okNew := parseOID(l.New)
+	switch {
+	case !okOld || !okNew:
+		return false, nil
+	case !newOID.IsZero():
+		cur, err := repo.Ref(l.Name)
+		return cur == newOID, err
+	case oldOID.IsZero():
+		return false, nil
+	}
+	packed, err := repo.PackedRef(l.Name)
+	return packed == oldOID, err
 }
