@@ -68,6 +68,7 @@ Example:
 			cancelCommand(),
 			attachCommand(),
 			collectCommand(),
+			adoptCommand(),
 			pushCommand(),
 			fetchCommand(),
 			hooksCommand(),
