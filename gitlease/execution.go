@@ -26,6 +26,13 @@ func Load(repo *refs.Repo, id refs.ID) (*Execution, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LoadAt(repo, id, tip)
+}
+
+// LoadAt reads the record of lease id in the log commit tip, which need not
+// be where refs/leases/<id> is: a fetched log (ListRemote), say. It only
+// reads; a move would compare-and-swap refs/leases/<id> against tip.
+func LoadAt(repo *refs.Repo, id refs.ID, tip plumbing.Hash) (*Execution, error) {
 	b, err := repo.ReadFile(tip, recordFile, maxRecord)
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
@@ -66,6 +73,7 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 		mutate(&next)
 	}
 	next.State = to
+	next.Seq++
 	next.UpdatedAt = x.Repo.Now()
 	if files == nil {
 		files = map[string][]byte{}
@@ -88,6 +96,7 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 		mutate(&next)
 	}
 	next.UpdatedAt = x.Repo.Now()
+	next.Seq++
 	if files == nil {
 		files = map[string][]byte{}
 	}

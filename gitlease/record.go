@@ -27,7 +27,10 @@ const (
 // the newest commit of its log. It holds public identifiers only: no local
 // paths and no secrets.
 type Lease struct {
-	Version   int     `json:"version"`
+	Version int `json:"version"`
+	// Seq is the number of this record's entry in the log (1 for the
+	// first), so that a log with an entry taken out does not verify.
+	Seq       int     `json:"seq"`
 	ID        refs.ID `json:"id"`
 	Mode      Mode    `json:"mode"`
 	Sandboxed bool    `json:"sandboxed"`

@@ -203,7 +203,7 @@ func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 // act on it later (cleanup, reconcile).
 func providerByName(name string) (sandbox.Provider, error) {
 	switch name {
-	case "worktree":
+	case "worktree", AdoptedProvider:
 		return worktree.Provider{}, nil
 	case "bwrap":
 		self, err := os.Executable()

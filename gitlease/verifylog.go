@@ -89,6 +89,9 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 		if record.ID != id || (m != nil && record.State != State(m[3])) {
 			problem("%s: lease.json says lease %s is %s, the message says %q", where, record.ID, record.State, subject)
 		}
+		if record.Seq != i+1 {
+			problem("%s: lease.json is entry %d of its log, but it is entry %d here (an entry was removed or reordered)", where, record.Seq, i+1)
+		}
 	}
 	for s := range signers {
 		rep.Signers = append(rep.Signers, s)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -91,8 +92,13 @@ func OpenCommonDir(commonDir string) (*Repo, error) {
 }
 
 func (r *Repo) openStore() error {
-	r.store = filesystem.NewStorageWithOptions(osfs.New(r.CommonDir),
-		cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: osfs.New("/")})
+	return r.openStoreOn(osfs.New(r.CommonDir), osfs.New("/"))
+}
+
+// openStoreOn opens go-git's storage on fs, the common directory, reading
+// objects/info/alternates entries through alternates.
+func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
+	r.store = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates})
 	repo, err := git.Open(r.store, nil)
 	if err != nil {
 		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Runs git-lease's tests: vet, then every unit and transcript test. Installs
-# bubblewrap (Debian package) first when it is missing, because the sandbox
-# tests run real sandboxes.
+# Runs git-lease's tests: gofmt, vet, every unit and transcript test, then
+# every fuzz target briefly. Installs what the tests run for real when it is
+# missing (Debian packages): bubblewrap for the sandboxes, openssh-client
+# (ssh-keygen, ssh-agent) for the signing interoperability tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v bwrap >/dev/null 2>&1; then
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get install -y bubblewrap >/dev/null 2>&1 || { $sudo apt-get update >/dev/null && $sudo apt-get install -y bubblewrap >/dev/null; }
+	$sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
+		{ $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
 fi
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go vet ./...

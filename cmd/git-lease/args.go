@@ -9,7 +9,8 @@ import (
 // permute moves a command's flags in front of its positional arguments, so
 // that `git lease show ID --json` works as in git, where flags may follow
 // arguments. urfave/cli stops parsing flags at the first positional one.
-// Everything from "--" on is left exactly as given.
+// Everything from "--" on is left exactly as given. A subcommand's flags
+// (hooks install --server) move to just after the subcommand.
 func permute(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -17,6 +18,10 @@ func permute(app *cli.App, args []string) []string {
 	cmd := app.Command(args[1])
 	if cmd == nil {
 		return args
+	}
+	head, rest := args[:2], args[2:]
+	for len(rest) > 0 && subcommand(cmd, rest[0]) != nil { // hooks install --server
+		cmd, head, rest = subcommand(cmd, rest[0]), args[:len(head)+1], rest[1:]
 	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
@@ -26,7 +31,6 @@ func permute(app *cli.App, args []string) []string {
 		}
 	}
 	var flags, positional []string
-	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -44,6 +48,16 @@ func permute(app *cli.App, args []string) []string {
 			flags = append(flags, rest[i])
 		}
 	}
-	out := append([]string{args[0], args[1]}, flags...)
+	out := append(append([]string{}, head...), flags...)
 	return append(out, positional...)
+}
+
+// subcommand returns cmd's subcommand called name, or nil.
+func subcommand(cmd *cli.Command, name string) *cli.Command {
+	for _, sub := range cmd.Subcommands {
+		if sub.HasName(name) {
+			return sub
+		}
+	}
+	return nil
 }

@@ -14,6 +14,9 @@ func TestPermuteMovesFlagsBeforeArguments(t *testing.T) {
 		{[]string{"git-lease", "ls", "--mission", "T-1", "--json"}, []string{"git-lease", "ls", "--mission", "T-1", "--json"}},
 		{[]string{"git-lease", "start", "--base=main", "--", "make"}, []string{"git-lease", "start", "--base=main", "--", "make"}},
 		{[]string{"git-lease", "nosuch", "x", "--json"}, []string{"git-lease", "nosuch", "x", "--json"}},
+		{[]string{"git-lease", "hooks", "install", "--server"}, []string{"git-lease", "hooks", "install", "--server"}},
+		{[]string{"git-lease", "push", "origin", "3f9c"}, []string{"git-lease", "push", "origin", "3f9c"}},
+		{[]string{"git-lease", "fetch", "origin", "--json"}, []string{"git-lease", "fetch", "--json", "origin"}},
 	}
 	for _, tc := range cases {
 		if got := permute(app, tc.in); !reflect.DeepEqual(got, tc.want) {

@@ -13,36 +13,43 @@ func lsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
 		Usage: "list the leases of this repository",
-		Description: `Ls lists every lease with a log in refs/leases, newest first.
+		Description: `Ls lists every lease with a log in refs/leases, newest first. With --remote
+REMOTE it lists a teammate's leases as git lease fetch REMOTE last found them
+(refs/remotes/REMOTE/leases), for review.
 
 Example:
    git lease ls --mission TICKET-42 --json`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "mission", Usage: "only leases serving this mission"},
+			&cli.StringFlag{Name: "remote", Usage: "the leases fetched from this remote by git lease fetch, for review"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usagef("ls takes no arguments")
 			}
-			return runLs(c.String("mission"), c.Bool("json"))
+			return runLs(c.String("mission"), c.String("remote"), c.Bool("json"))
 		},
 	}
 }
 
-func runLs(mission string, asJSON bool) error {
+func runLs(mission, remote string, asJSON bool) error {
 	repo, err := openRepo()
 	if err != nil {
 		return err
 	}
-	all, err := gitlease.List(repo)
+	all, err := listLeases(repo, remote)
 	if err != nil {
 		return err
 	}
 	list := []leaseJSON{}
 	for _, x := range all {
 		if mission == "" || x.Lease.Mission == mission {
-			list = append(list, toJSON(x))
+			j := toJSON(x)
+			if remote != "" {
+				j.Worktree = "" // a remote's lease has no review worktree here
+			}
+			list = append(list, j)
 		}
 	}
 	if asJSON {

@@ -27,8 +27,9 @@
 // idle after working or blocked (no pane is ever looked at here). No
 // workspace is active: layout.apply needs a workspace_id or tab_id.
 //
-// It never implements a focus method: any method whose name contains
-// "focus", and any request with "focus": true, is refused with code
+// It implements one focus method, pane.focus (git lease attach), and
+// refuses every other: any method whose name contains "focus", and any
+// request with "focus": true, is refused with code
 // standin_refused (and logged like every request).
 //
 // Control methods, on the same socket:
@@ -190,6 +191,11 @@ func (s *server) serve(conn net.Conn) {
 }
 
 func (s *server) handle(ctx context.Context, req request) (result, *apiError) {
+	if req.Method == "pane.focus" {
+		// The one focus method git-lease may call: git lease attach, on the
+		// user's request. Logged like every request, so tests can tell.
+		return s.paneFocus(ctx, req.Params)
+	}
 	if strings.Contains(req.Method, "focus") {
 		return nil, failure("standin_refused", "the stand-in never implements focus methods (%s): git-lease must not move the user's focus", req.Method)
 	}

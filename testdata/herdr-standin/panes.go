@@ -255,6 +255,23 @@ func (s *server) paneClose(_ context.Context, params json.RawMessage) (result, *
 	return result{"type": "ok"}, nil
 }
 
+// paneFocus marks a pane seen (looking at it turns done into idle, as in
+// Herdr) and answers ok.
+func (s *server) paneFocus(_ context.Context, params json.RawMessage) (result, *apiError) {
+	var p paneTarget
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pn, err := s.pane(p.PaneID)
+	if err != nil {
+		return nil, err
+	}
+	pn.seen = true
+	return result{"type": "ok"}, nil
+}
+
 func (s *server) restart(context.Context, json.RawMessage) (result, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

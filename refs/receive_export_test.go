@@ -1,0 +1,4 @@
+package refs
+
+// SplitAlternatesForTest exposes splitAlternates to the external tests.
+var SplitAlternatesForTest = splitAlternates
