@@ -59,15 +59,16 @@ func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string,
 }
 
 // launch is what a lease's agent starts with beyond its record: its
-// command with the prompt put in, its preset's environment, its
-// credentials' values and its proxy's allowlist (with the wildcard marks
-// that the allowlist's text does not keep). None of it is written to the
-// log.
+// command with the prompt put in, its preset's environment and Herdr kind,
+// its credentials' values and its proxy's allowlist (with the wildcard
+// marks that the allowlist's text does not keep). None of it is written to
+// the log.
 type launch struct {
-	command []string
-	env     []string
-	creds   []credential
-	allow   netproxy.Allowlist
+	command    []string
+	env        []string
+	herdrAgent string // the preset's Herdr agent kind
+	creds      []credential
+	allow      netproxy.Allowlist
 }
 
 // launchFor rebuilds the launch in the process that runs the agent (which
@@ -86,7 +87,7 @@ func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
 		return nil, err
 	}
 	if p := trusted.agent; p != nil {
-		l.env = p.env()
+		l.env, l.herdrAgent = p.env(), p.HerdrAgent
 		if x.promptInCommand() {
 			prompt, err := os.ReadFile(x.promptPath())
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/headless"
+	"github.com/git-lease/git-lease/sandbox/herdr"
 )
 
 // Files the lease shares with its agent, and where the agent sees them.
@@ -68,6 +69,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	l, err := x.launchFor(provider)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
+	}
+	if h, ok := sup.(*herdr.Supervisor); ok && l.herdrAgent != "" {
+		h.AgentKind = l.herdrAgent // Herdr shows the pane as this agent
 	}
 	logPath := filepath.Join(x.RunDir(), "agent.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
