@@ -53,6 +53,10 @@
 //	CRABBOX_STANDIN_STOP=notfound  stop removes the box but exits 4 "not found"
 //	CRABBOX_STANDIN_STOP=leave   stop says it deleted the box but leaves it
 //
+// IDs the stand-in chooses (warmup without --lease-id) are handed out in
+// order, cbx_000000000001 first, rather than at random as Crabbox does, so
+// that transcripts are stable.
+//
 // A fixed --lease-id is bound to its create intent (provider, TTL, idle
 // timeout): replaying the same intent answers with the same box, a different
 // one exits 4 with lease_id_conflict, and a stopped fixed ID stays refused.

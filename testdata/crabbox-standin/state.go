@@ -1,15 +1,15 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -147,10 +147,26 @@ func writeJSON(path string, v any) *exitError {
 	return nil
 }
 
-func newLeaseID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return "cbx_" + hex.EncodeToString(b)
+// newLeaseID picks the next ID the provider has not handed out:
+// cbx_000000000001, cbx_000000000002… Crabbox's own IDs are random; the
+// stand-in's are predictable so that transcripts are stable. Each is taken
+// by creating <root>/ids/<n> exclusively, so concurrent warmups differ.
+func newLeaseID(root string) (string, *exitError) {
+	dir := filepath.Join(root, "ids")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fail(7, "create box ID: %v", err)
+	}
+	for n := 1; ; n++ {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(n)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fail(7, "create box ID: %v", err)
+		}
+		f.Close()
+		return fmt.Sprintf("cbx_%012x", n), nil
+	}
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339) }

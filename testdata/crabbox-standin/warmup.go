@@ -66,7 +66,9 @@ func warmup(args []string) *exitError {
 			Expires: time.Now().Add(*ttl).UTC().Format(time.RFC3339), Idle: idle.String(),
 		}
 		if b.ID == "" {
-			b.ID = newLeaseID()
+			if b.ID, err = newLeaseID(root); err != nil {
+				return err
+			}
 		}
 		if b.Slug == "" {
 			b.Slug = "swift-crab-" + b.ID[len(b.ID)-4:]
