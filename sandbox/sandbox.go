@@ -105,6 +105,25 @@ type Provider interface {
 	Discard(ctx context.Context, spec Spec) error
 }
 
+// Collector is a Provider whose agent's changes stay where the agent ran (a
+// remote box) until they are copied to the host. The lease calls Collect
+// after the agent has ended and before Delta, and again when reconcile
+// resumes an interrupted collection: collecting again replaces the earlier
+// copy. Until Collect succeeds, Delta points at nothing.
+type Collector interface {
+	Collect(ctx context.Context, spec Spec) error
+}
+
+// Identifier is a Provider whose sandboxes have an identity of their own,
+// assigned by Create (a Crabbox box ID). The lease binds it in its log
+// before the agent is released, so cleanup and reconcile can be checked
+// against it. Identity only reads: it fails when Create has not assigned
+// one. id is a public identifier (never a local path); detail says, in a
+// few words, where it came from.
+type Identifier interface {
+	Identity(spec Spec) (id, detail string, err error)
+}
+
 // Process is a launched, gated agent.
 type Process interface {
 	// Input is the agent's standard input (a pipe, or its terminal). Close

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -65,7 +66,7 @@ func (p Provider) bin() (string, error) {
 }
 
 // command prepares a crabbox invocation for spec's lease, killed when ctx
-// ends: from the seed repository (or spec.Dir before it exists), with the
+// ends or git-lease dies: from the seed repository (or spec.Dir before it exists), with the
 // lease's own config and state directory.
 func (p Provider) command(ctx context.Context, spec sandbox.Spec, args ...string) (*exec.Cmd, error) {
 	bin, err := p.bin()
@@ -81,6 +82,9 @@ func (p Provider) command(ctx context.Context, spec sandbox.Spec, args ...string
 	cmd.Env = append(hostEnv(), "CRABBOX_CONFIG="+l.config, "XDG_STATE_HOME="+l.state)
 	// A killed crabbox's children (ssh, rsync) may hold its output open.
 	cmd.WaitDelay = 5 * time.Second
+	// crabbox dies with git-lease: a crashed git-lease must not leave a
+	// run or a copy going that reconcile would race with.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }
 

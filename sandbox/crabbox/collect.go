@@ -90,7 +90,7 @@ func (p Provider) copyBack(ctx context.Context, spec sandbox.Spec, id, workdir s
 	l := layout(spec)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	over := make(chan int64, 1)
+	over := make(chan struct{}, 1)
 	if p.MaxCopyBytes > 0 {
 		go func() {
 			tick := time.NewTicker(100 * time.Millisecond)
@@ -100,8 +100,8 @@ func (p Provider) copyBack(ctx context.Context, spec sandbox.Spec, id, workdir s
 				case <-ctx.Done():
 					return
 				case <-tick.C:
-					if n := treeSize(l.incoming); n > p.MaxCopyBytes {
-						over <- n
+					if treeSize(l.incoming) > p.MaxCopyBytes {
+						over <- struct{}{}
 						cancel()
 						return
 					}
@@ -110,9 +110,10 @@ func (p Provider) copyBack(ctx context.Context, spec sandbox.Spec, id, workdir s
 		}()
 	}
 	c, err := p.run(ctx, spec, nil, "cp", "--provider", p.CrabboxProvider, "--id", id, "SANDBOX:"+workdir, l.incoming)
+	tooLarge := fmt.Errorf("the work directory of box %s is larger than the %d bytes policy allows to copy back; the copy was stopped and removed", id, p.MaxCopyBytes)
 	select {
-	case n := <-over:
-		return fmt.Errorf("the work directory of box %s is larger than the %d bytes policy allows to copy back (%d bytes had arrived)", id, p.MaxCopyBytes, n)
+	case <-over:
+		return tooLarge
 	default:
 	}
 	switch {
@@ -121,7 +122,7 @@ func (p Provider) copyBack(ctx context.Context, spec sandbox.Spec, id, workdir s
 	case c.code != 0:
 		return fmt.Errorf("copy the work directory back from box %s: %w", id, c.err())
 	case p.MaxCopyBytes > 0 && treeSize(l.incoming) > p.MaxCopyBytes:
-		return fmt.Errorf("the work directory of box %s is larger than the %d bytes policy allows to copy back", id, p.MaxCopyBytes)
+		return tooLarge
 	}
 	return nil
 }

@@ -57,15 +57,20 @@ type Provider struct {
 
 var (
 	// ErrLeaseIDConflict is returned by Create when Crabbox already holds
-	// the lease's box ID with a different create intent (another provider,
-	// lifetime or slug), or holds it as released.
-	ErrLeaseIDConflict = errors.New("crabbox lease ID is bound to another create intent")
+	// the lease's box ID for a box this lease did not lease, with a
+	// different create intent (another provider, lifetime or slug), or as
+	// released.
+	ErrLeaseIDConflict = errors.New("crabbox lease ID conflict")
 	// ErrNoBox is returned when no box is recorded for a lease: Create has
 	// not leased one.
 	ErrNoBox = errors.New("no crabbox box recorded for this lease")
 )
 
-var _ sandbox.Provider = Provider{}
+var (
+	_ sandbox.Provider   = Provider{}
+	_ sandbox.Collector  = Provider{}
+	_ sandbox.Identifier = Provider{}
+)
 
 // Name is "crabbox".
 func (Provider) Name() string { return "crabbox" }

@@ -23,7 +23,8 @@ import (
 // requested IDs (exit 2), warmup runs again without --lease-id and the ID
 // Crabbox chose is recorded. The ID is recorded as soon as warmup prints
 // it, so a box whose warmup fails later is still found by Discard. An ID
-// that Crabbox holds with another create intent fails with
+// under which Crabbox holds a live box this lease did not lease, or holds
+// with another create intent or as released, fails with
 // ErrLeaseIDConflict.
 func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.check(spec); err != nil {
@@ -71,6 +72,9 @@ func (p Provider) alive(ctx context.Context, spec sandbox.Spec, id string) error
 // warmup leases a new box, asking for the lease's own ID first.
 func (p Provider) warmup(ctx context.Context, spec sandbox.Spec) error {
 	requested := "cbx_" + spec.ID
+	if err := p.notHeld(ctx, spec, requested); err != nil {
+		return err
+	}
 	id, c, err := p.warmupOnce(ctx, spec, requested)
 	if err == nil && c.code == 2 && id == "" {
 		// Exit 2 before any box: the provider may not take requested IDs
@@ -96,6 +100,20 @@ func (p Provider) warmup(ctx context.Context, spec sandbox.Spec) error {
 		return fmt.Errorf("crabbox warmup succeeded without printing a `leased <id>` line: this crabbox speaks another contract")
 	}
 	return nil
+}
+
+// notHeld refuses to request an ID under which Crabbox already holds a
+// live box that this lease has neither recorded nor claimed: warmup would
+// answer a replayed fixed ID with that box, which is another lease's (the
+// same execution ID in another clone, or a stale lease directory). Only a
+// status that shows the box alive refuses; any other answer leaves the
+// decision to warmup.
+func (p Provider) notHeld(ctx context.Context, spec sandbox.Spec, id string) error {
+	s, gone, err := p.status(ctx, spec, id, false)
+	if err != nil || gone || s.terminal() {
+		return nil
+	}
+	return fmt.Errorf("%w: crabbox already holds a box %s (state %q) that lease %s did not lease here (its execution ID is in use elsewhere, for example in another clone); start a new lease", ErrLeaseIDConflict, id, s.State, spec.ID)
 }
 
 // warmupOnce runs warmup once (with the requested ID, when not empty) and

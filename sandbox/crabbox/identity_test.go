@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,14 @@ func TestCreateTwiceWarmsOnce(t *testing.T) {
 	if n := len(w.calls("warmup")); n != 1 {
 		t.Errorf("%d warmups for one lease", n)
 	}
-	if status := w.calls("status"); len(status) != 1 || argValue(status[0].Argv, "--id") != "cbx_0123456789ab" {
-		t.Errorf("the second Create did not check the recorded box: %+v", status)
+	var waits []invocation
+	for _, inv := range w.calls("status") {
+		if slices.Contains(inv.Argv, "--wait") {
+			waits = append(waits, inv)
+		}
+	}
+	if len(waits) != 1 || argValue(waits[0].Argv, "--id") != "cbx_0123456789ab" {
+		t.Errorf("the second Create did not check the recorded box: %+v", waits)
 	}
 }
 
@@ -41,9 +48,9 @@ func TestRefusedRequestedIDFallsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	id, err := BoxID(spec)
-	if err != nil || id == "cbx_0123456789ab" || !regexp.MustCompile(`^cbx_[0-9a-f]{12}$`).MatchString(id) {
-		t.Fatalf("BoxID = %q, %v; want an ID Crabbox chose", id, err)
+	id, detail, err := p.Identity(spec)
+	if err != nil || id == "cbx_0123456789ab" || !regexp.MustCompile(`^cbx_[0-9a-f]{12}$`).MatchString(id) || !strings.Contains(detail, "chosen by Crabbox") {
+		t.Fatalf("Identity = %q, %q, %v; want an ID Crabbox chose", id, detail, err)
 	}
 	warm := w.calls("warmup")
 	if len(warm) != 2 || argValue(warm[0].Argv, "--lease-id") == "" || argValue(warm[1].Argv, "--lease-id") != "" {
@@ -59,7 +66,9 @@ func TestRefusedRequestedIDFallsBack(t *testing.T) {
 	}
 }
 
-// An ID Crabbox holds with another intent, or as released, is a conflict.
+// An ID under which Crabbox holds a live box this lease did not lease is
+// never adopted, whatever the intent (the same execution ID in another
+// clone); one Crabbox holds as released is a conflict.
 func TestLeaseIDConflict(t *testing.T) {
 	w := newWorld(t, map[string]string{"a.txt": "a\n"})
 	p, first := w.provider(), w.spec("0123456789ab")
@@ -67,21 +76,27 @@ func TestLeaseIDConflict(t *testing.T) {
 	if err := p.Create(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	other := w.spec("0123456789ab")
-	other.Dir = filepath.Join(t.TempDir(), "elsewhere")
-	p2 := p
-	p2.TTL = 2 * time.Hour
-	err := p2.Create(t.Context(), other)
-	if !errors.Is(err, ErrLeaseIDConflict) || !strings.Contains(err.Error(), "bound to another create intent") {
-		t.Fatalf("Create with another intent = %v", err)
+	longer := p
+	longer.TTL = 2 * time.Hour
+	for name, q := range map[string]Provider{"the same intent": p, "another intent": longer} {
+		other := w.spec("0123456789ab")
+		other.Dir = filepath.Join(t.TempDir(), "elsewhere")
+		err := q.Create(t.Context(), other)
+		if !errors.Is(err, ErrLeaseIDConflict) || !strings.Contains(err.Error(), "did not lease here") {
+			t.Fatalf("Create with %s while the box is live = %v", name, err)
+		}
+		if _, _, err := q.Identity(other); !errors.Is(err, ErrNoBox) {
+			t.Errorf("a conflicting Create with %s recorded a box: %v", name, err)
+		}
 	}
-	if _, err := BoxID(other); !errors.Is(err, ErrNoBox) {
-		t.Errorf("a conflicting Create recorded a box: %v", err)
+	if n := len(w.calls("warmup")); n != 1 {
+		t.Errorf("%d warmups: a held ID was asked for again", n)
 	}
 	if err := p.Discard(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Create(t.Context(), w.spec("0123456789ab")); !errors.Is(err, ErrLeaseIDConflict) {
+	err := p.Create(t.Context(), w.spec("0123456789ab"))
+	if !errors.Is(err, ErrLeaseIDConflict) || !strings.Contains(err.Error(), "lease_id_conflict") {
 		t.Fatalf("Create with a released ID = %v", err)
 	}
 }
@@ -95,8 +110,8 @@ func TestWarmupFailures(t *testing.T) {
 	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "exited 5") {
 		t.Fatalf("Create = %v", err)
 	}
-	if id, err := BoxID(spec); id != "cbx_0123456789ab" {
-		t.Fatalf("BoxID after a failed warmup = %q, %v", id, err)
+	if id, _, err := p.Identity(spec); id != "cbx_0123456789ab" {
+		t.Fatalf("Identity after a failed warmup = %q, %v", id, err)
 	}
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Fatal(err)
@@ -110,8 +125,8 @@ func TestWarmupFailures(t *testing.T) {
 	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "provision failed") {
 		t.Fatalf("Create = %v", err)
 	}
-	if _, err := BoxID(spec); !errors.Is(err, ErrNoBox) {
-		t.Errorf("BoxID = %v, want ErrNoBox", err)
+	if _, _, err := p.Identity(spec); !errors.Is(err, ErrNoBox) {
+		t.Errorf("Identity = %v, want ErrNoBox", err)
 	}
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Fatal(err)
