@@ -141,12 +141,12 @@ func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
 		item.Action = "absent"
 		// The base reference is released with the sandbox; release it
 		// again in case a crash came between the two.
-		if p, err := providerByName(x.Lease.Provider); err == nil {
+		if p, err := providerByName(x.Lease.Provider, x.Lease.Policy); err == nil {
 			p.Discard(ctx, spec)
 		}
 		return item
 	}
-	p, err := providerByName(x.Lease.Provider)
+	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 	if err == nil {
 		err = p.Discard(ctx, spec)
 	}

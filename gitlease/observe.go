@@ -135,7 +135,7 @@ func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error
 		return err
 	}
 	defer unlock()
-	provider, err := providerByName(x.Lease.Provider)
+	provider, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 	if err != nil {
 		return err
 	}

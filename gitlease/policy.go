@@ -38,6 +38,9 @@ type Policy struct {
 	// and files of the user's machine, so no record holds them.
 	Agents          map[string]AgentPreset `toml:"agents" json:"-"`
 	CredentialFiles map[string]string      `toml:"credential_files" json:"-"`
+
+	// Crabbox applies when Provider is "crabbox".
+	Crabbox CrabboxPolicy `toml:"crabbox" json:"crabbox"`
 }
 
 // Limits bound one agent run.
@@ -79,6 +82,7 @@ func DefaultPolicy() Policy {
 			Protected: []string{".github/", ".gitlab-ci.yml", ".gitattributes", ".gitmodules", ".envrc",
 				".vscode/", ".idea/", ".claude/", ".mcp.json", ".lease.toml"},
 		},
+		Crabbox: defaultCrabbox(),
 	}
 }
 
@@ -209,6 +213,7 @@ var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
 	"read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
 	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "checks",
+	"crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
@@ -293,6 +298,22 @@ func narrow(eff *Effective, b []byte, source string) error {
 			req.Checks = union(trusted.Checks, req.Checks)
 		case "agents", "credential_files":
 			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: agent presets and credential files name programs and files of your machine", ErrWiden, source, k)
+		case "crabbox.provider":
+			if req.Crabbox.Provider != trusted.Crabbox.Provider {
+				err = wider(k, req.Crabbox.Provider, trusted.Crabbox.Provider)
+			}
+		case "crabbox.sandboxed":
+			err = subset(k, req.Crabbox.Sandboxed, trusted.Crabbox.Sandboxed, wider)
+		case "crabbox.bin":
+			if req.Crabbox.Bin != trusted.Crabbox.Bin {
+				err = wider(k, req.Crabbox.Bin, trusted.Crabbox.Bin)
+			}
+		case "crabbox.ttl":
+			err = atMost(k, req.Crabbox.TTL, trusted.Crabbox.TTL, wider)
+		case "crabbox.idle_timeout":
+			err = atMost(k, req.Crabbox.IdleTimeout, trusted.Crabbox.IdleTimeout, wider)
+		case "crabbox.max_copy_bytes":
+			err = atMost(k, req.Crabbox.MaxCopyBytes, trusted.Crabbox.MaxCopyBytes, wider)
 		}
 		if err != nil {
 			return err
@@ -322,6 +343,7 @@ func (p Policy) clone() Policy {
 	p.Checks = slices.Clone(p.Checks)
 	p.Agents = maps.Clone(p.Agents)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
+	p.Crabbox.Sandboxed = slices.Clone(p.Crabbox.Sandboxed)
 	return p
 }
 
@@ -357,5 +379,8 @@ func (e *Effective) validate() error {
 			return fmt.Errorf("read_only = %q (%s): use clean absolute paths", p, e.Sources["read_only"])
 		}
 	}
-	return e.validateAccess()
+	if err := e.validateAccess(); err != nil {
+		return err
+	}
+	return e.validateCrabbox()
 }

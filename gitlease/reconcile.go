@@ -131,7 +131,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		}
 		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
 	case Collecting:
-		p, err := providerByName(x.Lease.Provider)
+		p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 		if err != nil {
 			return "", err
 		}

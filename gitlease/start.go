@@ -190,7 +190,7 @@ func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 		if policy.Provider == "worktree" {
 			return nil, fmt.Errorf("provider = worktree (%s) is not a sandbox: use --mode trusted_local to run without one", policy.Sources["provider"])
 		}
-		p, err := providerByName(policy.Provider)
+		p, err := providerByName(policy.Provider, policy)
 		if err != nil {
 			return nil, fmt.Errorf("provider = %q (%s): %w", policy.Provider, policy.Sources["provider"], err)
 		}
@@ -199,9 +199,10 @@ func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 	return nil, fmt.Errorf("unknown mode %q: use sandboxed or trusted_local", mode)
 }
 
-// providerByName is the provider a lease records, for the commands that
-// act on it later (cleanup, reconcile).
-func providerByName(name string) (sandbox.Provider, error) {
+// providerByName is the provider a lease records, built from the lease's
+// recorded policy, for the commands that act on it later (cleanup,
+// reconcile).
+func providerByName(name string, policy *Effective) (sandbox.Provider, error) {
 	switch name {
 	case "worktree", AdoptedProvider:
 		return worktree.Provider{}, nil
@@ -211,8 +212,13 @@ func providerByName(name string) (sandbox.Provider, error) {
 			return nil, err
 		}
 		return bwrap.Provider{Self: self}, nil
+	case "crabbox":
+		if policy == nil {
+			return nil, errors.New("the lease records no policy to build its crabbox provider from")
+		}
+		return crabboxProvider(policy), nil
 	}
-	return nil, fmt.Errorf("no sandbox provider named %q (known: bwrap, worktree)", name)
+	return nil, fmt.Errorf("no sandbox provider named %q (known: bwrap, crabbox, worktree)", name)
 }
 
 // checkReadOnly refuses read-only paths that would hand the agent the

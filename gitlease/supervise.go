@@ -116,7 +116,7 @@ func RunLease(ctx context.Context, repo *refs.Repo, id refs.ID, live, progress i
 	if x.Lease.State != Provisioning || x.Lease.Supervisor == nil {
 		return x, fmt.Errorf("lease %s is %s: there is nothing for a runner to do", id, x.Lease.State)
 	}
-	provider, err := providerByName(x.Lease.Provider)
+	provider, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 	if err != nil {
 		return x, err
 	}

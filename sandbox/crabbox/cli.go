@@ -60,7 +60,7 @@ func (p Provider) bin() (string, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%w: the crabbox CLI %q is not installed or not executable (install it from https://github.com/openclaw/crabbox, or set the crabbox binary in policy)", sandbox.ErrUnavailable, name)
+		return "", fmt.Errorf("%w: the crabbox CLI %q is not installed or not executable (install it from https://github.com/openclaw/crabbox, or name it with crabbox.bin in trusted policy)", sandbox.ErrUnavailable, name)
 	}
 	return path, nil
 }

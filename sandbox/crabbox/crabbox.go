@@ -111,11 +111,11 @@ func (p Provider) check(spec sandbox.Spec) error {
 func (p Provider) checkProvider() error {
 	switch {
 	case !providerName.MatchString(p.CrabboxProvider):
-		return fmt.Errorf("%w: crabbox provider %q is not a provider name; set it in policy (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
+		return fmt.Errorf("%w: crabbox provider %q is not a provider name; set crabbox.provider in trusted policy (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
 	case slices.Contains(staticSSH, p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is static SSH, which runs the agent on an existing host with no isolation; pick a provider that isolates (for example local-container) or use --mode trusted_local knowingly", sandbox.ErrUnavailable, p.CrabboxProvider)
 	case !slices.Contains(p.SandboxedProviders, p.CrabboxProvider):
-		return fmt.Errorf("%w: crabbox provider %q is not one that trusted policy counts as sandboxed (Crabbox itself is not a boundary; isolation is the provider's); add it to the policy's sandboxed crabbox providers if it isolates", sandbox.ErrUnavailable, p.CrabboxProvider)
+		return fmt.Errorf("%w: crabbox provider %q is not one that trusted policy counts as sandboxed (Crabbox itself is not a boundary; isolation is the provider's); add it to crabbox.sandboxed in trusted policy if it isolates", sandbox.ErrUnavailable, p.CrabboxProvider)
 	}
 	return nil
 }

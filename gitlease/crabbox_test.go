@@ -1,0 +1,85 @@
+package gitlease
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const trustedCrabbox = `provider = "crabbox"
+[crabbox]
+provider = "local-container"
+sandboxed = ["local-container", "firecracker"]
+ttl = "2h"
+max_copy_bytes = "1GiB"
+`
+
+// The [crabbox] table comes from trusted policy; a .lease.toml may narrow
+// it (fewer sandboxed providers, a shorter life, a smaller copy), and the
+// provider a lease builds is the recorded policy's.
+func TestCrabboxPolicyNarrows(t *testing.T) {
+	repo := "[crabbox]\nsandboxed = [\"local-container\"]\nttl = \"1h\"\nidle_timeout = \"5m\"\nmax_copy_bytes = \"64MiB\"\n"
+	_, eff, err := policyRepo(t, trustedCrabbox, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := eff.Crabbox
+	if c.Provider != "local-container" || !slices.Equal(c.Sandboxed, []string{"local-container"}) || c.Bin != "crabbox" ||
+		c.TTL != Duration(time.Hour) || c.IdleTimeout != Duration(5*time.Minute) || c.MaxCopyBytes != 64<<20 {
+		t.Fatalf("crabbox policy: %+v", c)
+	}
+	if eff.Sources["crabbox.provider"] != SourceTrusted || eff.Sources["crabbox.bin"] != SourceDefault ||
+		!strings.HasPrefix(eff.Sources["crabbox.ttl"], ".lease.toml at ") {
+		t.Fatalf("sources: %v", eff.Sources)
+	}
+	p := crabboxProvider(eff)
+	if p.CrabboxProvider != "local-container" || p.Bin != "crabbox" || p.TTL != time.Hour || p.MaxCopyBytes != 64<<20 {
+		t.Fatalf("provider from the policy: %+v", p)
+	}
+	if got, err := providerByName("crabbox", eff); err != nil || got.Name() != "crabbox" || !got.Sandboxed() {
+		t.Fatalf("providerByName(crabbox) = %v, %v", got, err)
+	}
+}
+
+func TestCrabboxPolicyRepoMayNotWiden(t *testing.T) {
+	cases := []struct{ name, toml, want string }{
+		{"another crabbox provider", "[crabbox]\nprovider = \"firecracker\"", "crabbox.provider = firecracker, but the trusted policy allows local-container"},
+		{"another sandboxed provider", "[crabbox]\nsandboxed = [\"ssh\"]", `crabbox.sandboxed = ["ssh"]`},
+		{"its own program", "[crabbox]\nbin = \"./tools/crabbox\"", "crabbox.bin = ./tools/crabbox, but the trusted policy allows crabbox"},
+		{"a longer life", "[crabbox]\nttl = \"3h\"", "crabbox.ttl = 3h0m0s"},
+		{"a longer idle timeout", "[crabbox]\nidle_timeout = \"1h\"", "crabbox.idle_timeout = 1h0m0s"},
+		{"a larger copy", "[crabbox]\nmax_copy_bytes = \"2GiB\"", "crabbox.max_copy_bytes = 2GiB"},
+		{"an unbounded copy", "[crabbox]\nmax_copy_bytes = 0", "crabbox.max_copy_bytes = 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := policyRepo(t, trustedCrabbox, tc.toml)
+			if !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrWiden mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Settings that are wrong wherever they come from, trusted policy included.
+func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
+	cases := []struct{ name, toml, want string }{
+		{"a relative program path", "[crabbox]\nbin = \"bin/crabbox\"", "crabbox.bin"},
+		{"no program", "[crabbox]\nbin = \"\"", "crabbox.bin"},
+		{"no lifetime", "[crabbox]\nttl = \"0s\"", "crabbox.ttl"},
+		{"no idle timeout", "[crabbox]\nidle_timeout = \"0s\"", "crabbox.idle_timeout"},
+		{"an unbounded copy", "[crabbox]\nmax_copy_bytes = 0", "crabbox.max_copy_bytes"},
+		{"a box that expires before the agent's time is up", "provider = \"crabbox\"\n[limits]\nwall = \"2h\"", "must outlive limits.wall = 2h0m0s"},
+		{"an unknown key", "[crabbox]\nregion = \"eu\"", "crabbox.region"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := policyRepo(t, tc.toml, "")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
