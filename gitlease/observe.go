@@ -139,7 +139,10 @@ func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error
 	if err != nil {
 		return err
 	}
-	d := provider.Delta(x.spec())
+	d, err := x.collectDelta(ctx, provider, x.spec())
+	if err != nil {
+		return fmt.Errorf("lease %s: its partial delta cannot be collected: %w", x.Lease.ID, err)
+	}
 	if _, err := os.Lstat(d.Root); err != nil {
 		return fmt.Errorf("lease %s: its partial delta is gone (cleaned up?): %w", x.Lease.ID, err)
 	}

@@ -135,7 +135,11 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		if err != nil {
 			return "", err
 		}
-		d := p.Delta(x.spec())
+		d, err := x.collectDelta(ctx, p, x.spec())
+		if err != nil {
+			reason := fmt.Sprintf("interrupted while collecting, and collecting again failed (reconciled): %v", err)
+			return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
+		}
 		if _, err := os.Lstat(d.Root); err != nil {
 			reason := "interrupted while collecting, and the sandbox's delta is gone (reconciled)"
 			return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)

@@ -90,12 +90,16 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		return x.fail(ctx, err.Error(), err)
 	}
 	defer a.close(nil)
+	id, own, err := sandboxIdentity(provider, spec)
+	if err != nil {
+		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
+	}
 	proc, err := provider.Launch(ctx, spec, cmd)
 	if err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
 	receipts := []Receipt{
-		{Kind: "provider", Name: provider.Name(), ID: "lease-" + string(x.Lease.ID), Detail: proc.Enforcement()},
+		{Kind: "provider", Name: provider.Name(), ID: id, Detail: proc.Enforcement()},
 		endpointReceipt(endpoint),
 	}
 	err = x.Move(ctx, Running, func(l *Lease) {
@@ -106,6 +110,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		proc.Kill()
 		proc.Wait()
 		return err
+	}
+	if own {
+		fmt.Fprintf(progress, "lease %s: running in %s %s\n", x.Lease.ID, provider.Name(), id)
 	}
 	fault("start:running")
 	signals := make(chan os.Signal, 4)
@@ -234,12 +241,28 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	}
 	fault("start:collecting")
 	fmt.Fprintf(progress, "lease %s: agent exited %d; collecting\n", x.Lease.ID, exit.Code)
-	return x.collectAndVerify(ctx, x.collectDelta(ctx, provider, spec), progress)
+	d, err := x.collectDelta(ctx, provider, spec)
+	if err != nil {
+		reason := fmt.Sprintf("collect: %v", err)
+		if f := agent.failure(); f != "" {
+			reason = f + "; " + reason
+		}
+		return x.fail(ctx, reason, err)
+	}
+	return x.collectAndVerify(ctx, d, progress)
 }
 
-// collectDelta is where the provider left the agent's changes.
-func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec) sandbox.Delta {
-	return provider.Delta(spec)
+// collectDelta says where the agent's changes are on the host, first
+// copying them there when the provider keeps them where the agent ran
+// (sandbox.Collector: a Crabbox box). The runner calls it once the agent
+// has ended; reconcile and collect --partial call it again.
+func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec) (sandbox.Delta, error) {
+	if c, ok := provider.(sandbox.Collector); ok {
+		if err := c.Collect(ctx, spec); err != nil {
+			return sandbox.Delta{}, err
+		}
+	}
+	return provider.Delta(spec), nil
 }
 
 // cancel interrupts the agent (SIGINT), gives it the grace period (from

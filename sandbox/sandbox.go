@@ -118,10 +118,9 @@ type Collector interface {
 // assigned by Create (a Crabbox box ID). The lease binds it in its log
 // before the agent is released, so cleanup and reconcile can be checked
 // against it. Identity only reads: it fails when Create has not assigned
-// one. id is a public identifier (never a local path); detail says, in a
-// few words, where it came from.
+// one. The identity is a public identifier, never a local path.
 type Identifier interface {
-	Identity(spec Spec) (id, detail string, err error)
+	Identity(spec Spec) (string, error)
 }
 
 // Process is a launched, gated agent.

@@ -29,21 +29,14 @@ const boxVersion = 1
 var boxID = regexp.MustCompile(`^[a-z][a-z0-9]*_[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Identity returns the ID of the Crabbox box leased for spec, as Create
-// recorded it, so the lease can bind it in its log before the agent is
-// prompted; detail names the Crabbox provider and whether the ID is the
-// requested cbx_<execution ID> or one Crabbox chose. It returns an error
-// wrapping ErrNoBox when Create has not leased a box. It only reads, so it
-// can be called any number of times.
-func (p Provider) Identity(spec sandbox.Spec) (id, detail string, err error) {
+// recorded it (cbx_<execution ID> when the provider took the requested ID,
+// else the one Crabbox chose), so the lease can bind it in its log before
+// the agent is prompted. It returns an error wrapping ErrNoBox when Create
+// has not leased a box. It only reads, so it can be called any number of
+// times.
+func (Provider) Identity(spec sandbox.Spec) (string, error) {
 	b, err := readBox(spec)
-	if err != nil {
-		return "", "", err
-	}
-	detail = p.CrabboxProvider + " box, requested ID"
-	if !b.Requested {
-		detail = p.CrabboxProvider + " box, ID chosen by Crabbox (the provider takes no requested IDs)"
-	}
-	return b.ID, detail, nil
+	return b.ID, err
 }
 
 func readBox(spec sandbox.Spec) (box, error) {

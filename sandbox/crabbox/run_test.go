@@ -112,7 +112,7 @@ func TestUnrecordedBoxIsAdopted(t *testing.T) {
 	if n := len(w.calls("warmup")); n != 1 {
 		t.Errorf("%d warmups: a second box was leased", n)
 	}
-	if id, _, err := p.Identity(spec); id != "cbx_0123456789ab" {
+	if id, err := p.Identity(spec); id != "cbx_0123456789ab" {
 		t.Fatalf("Identity = %q, %v", id, err)
 	}
 	os.Remove(layout(spec).box)
