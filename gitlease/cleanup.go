@@ -29,7 +29,9 @@ type CleanupOptions struct {
 // removal was confirmed. The log, the branch and the result stay, so show,
 // diff, review and apply still work. It is idempotent: when everything is
 // already gone and the recorded state is confirmed, it writes nothing and
-// reports changed = false.
+// reports changed = false. A failed cleanup that fails again the same way
+// also writes nothing, and keeps the run directory (and so the provider's
+// record of what is still there) for the next try.
 func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cleanup, changed bool, err error) {
 	if !x.Lease.State.Settled() {
 		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
@@ -43,8 +45,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	}
 	defer unlock()
 	prev := x.Lease.Cleanup
-	if prev == nil || prev.State != CleanupConfirmed {
-		// Recorded first, so that reconcile retries a cleanup cut short.
+	if prev == nil {
+		// Recorded first, so that reconcile retries a cleanup cut short
+		// (it retries pending and failed ones alike).
 		pending := &Cleanup{State: CleanupPending, Receipt: []CleanupItem{}}
 		if err := x.Event(ctx, "cleanup-pending", func(l *Lease) { l.Cleanup = pending }, nil); err != nil {
 			return nil, false, err
@@ -66,6 +69,11 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	add(x.removeWorktree(ctx, opts.KeepEdits))
 	fault("cleanup:worktree")
 	if prev != nil && sameOutcome(prev, c) {
+		if c.State != CleanupConfirmed {
+			// The run directory holds what the next try needs (a
+			// provider's record of a box that is not confirmed gone).
+			return prev, false, nil
+		}
 		return prev, false, os.RemoveAll(x.RunDir())
 	}
 	env, err := x.sign(verify.PredicateCleanup, cleanupPredicate{x.Lease.ID, c}, commitSubject("base", x.Lease.Base))
@@ -133,9 +141,15 @@ func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
 }
 
 // discardSandbox asks the lease's provider to remove its sandbox, and
-// confirms that its directory is gone.
+// confirms that its directory is gone. The receipt names the provider and
+// the sandbox identities bound to the lease (a Crabbox box ID).
 func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
 	item := CleanupItem{Resource: "sandbox", Detail: x.Lease.Provider}
+	for _, r := range x.Lease.Receipts {
+		if r.Kind == "provider" {
+			item.Detail += " " + r.ID
+		}
+	}
 	spec := x.spec()
 	if _, err := os.Lstat(spec.Dir); errors.Is(err, fs.ErrNotExist) {
 		item.Action = "absent"

@@ -89,11 +89,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 			return "", nil
 		}
 		if c := x.Lease.Cleanup; c != nil && c.State != CleanupConfirmed {
-			_, changed, err := CleanupLease(ctx, x, CleanupOptions{})
-			if changed {
-				return "retried cleanup: " + x.Lease.Cleanup.State, err
-			}
-			return "", err
+			return x.retryCleanup(ctx)
 		}
 		unlock, err := x.Lock()
 		if err != nil {
@@ -106,11 +102,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 			return "", nil
 		}
 		// A cleanup recorded pending or failed: retry it.
-		_, changed, err := CleanupLease(ctx, x, CleanupOptions{})
-		if changed {
-			return "retried cleanup: " + x.Lease.Cleanup.State, err
-		}
-		return "", err
+		return x.retryCleanup(ctx)
 	}
 	unlock, err := x.Lock()
 	if err != nil {
@@ -160,6 +152,19 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		}
 		return "resumed checks and review", x.checkAndReview(ctx, progress)
 	}
+}
+
+// retryCleanup retries a pending or failed cleanup and says what came of
+// it, including a cleanup that failed again the same way (nothing written).
+func (x *Execution) retryCleanup(ctx context.Context) (string, error) {
+	c, changed, err := CleanupLease(ctx, x, CleanupOptions{})
+	switch {
+	case changed:
+		return "retried cleanup: " + x.Lease.Cleanup.State, err
+	case err == nil && c.State != CleanupConfirmed:
+		return "cleanup is still " + c.State + " (git lease show " + x.Lease.ID.Short() + " says what is left)", nil
+	}
+	return "", err
 }
 
 // reconcileMaterialized finishes what a crash cut short after the log said

@@ -62,6 +62,9 @@ func runLs(mission, remote string, asJSON bool) error {
 		if l.Result != nil && l.State != gitlease.Failed {
 			summary = l.Result.Summary + checksNote(l.Result.Checks)
 		}
+		if l.Cleanup != nil && l.Cleanup.State == gitlease.CleanupFailed {
+			summary += " (cleanup FAILED)"
+		}
 		mission := l.Mission
 		if mission == "" {
 			mission = "-"

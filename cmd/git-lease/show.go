@@ -104,6 +104,14 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	if l.Enforcement != "" {
 		fmt.Fprintf(w, "bounds:   %s\n", l.Enforcement)
 	}
+	if c := l.Cleanup; c != nil && c.State != gitlease.CleanupConfirmed {
+		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
+		for _, item := range c.Receipt {
+			if item.Action == "failed" {
+				fmt.Fprintf(w, "  %s: %s\n", item.Resource, item.Detail)
+			}
+		}
+	}
 	if a := l.Agent; a != nil {
 		fmt.Fprintf(w, "agent:    exited %d, %d bytes of output\n", a.Code, a.OutputBytes)
 	}
