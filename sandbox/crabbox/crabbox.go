@@ -13,6 +13,7 @@
 //	crabbox.yaml  the whole Crabbox config, written from this Provider
 //	state/        XDG_STATE_HOME: Crabbox's local claims for this lease only
 //	seed/         the base tree as one commit; Crabbox syncs and runs from here
+//	asked         the ID a warmup requested, until Crabbox refuses it
 //	box.json      the leased box's ID, written as soon as Crabbox prints it
 //	run.json      the finished run's timing report (its remote work directory)
 //	agent.env     the agent's environment while it runs
@@ -122,13 +123,13 @@ func (p Provider) checkProvider() error {
 
 // paths are the places of one lease under spec.Dir (see the package doc).
 type paths struct {
-	config, state, seed, box, run, env, incoming, delta string
+	config, state, seed, asked, box, run, env, incoming, delta string
 }
 
 func layout(spec sandbox.Spec) paths {
 	at := func(name string) string { return filepath.Join(spec.Dir, name) }
 	return paths{
-		config: at("crabbox.yaml"), state: at("state"), seed: at("seed"), box: at("box.json"),
+		config: at("crabbox.yaml"), state: at("state"), seed: at("seed"), asked: at("asked"), box: at("box.json"),
 		run: at("run.json"), env: at("agent.env"), incoming: at("incoming"), delta: at("delta"),
 	}
 }

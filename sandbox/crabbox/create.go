@@ -3,6 +3,7 @@ package crabbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -75,25 +76,42 @@ func (p Provider) warmup(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.notHeld(ctx, spec, requested); err != nil {
 		return err
 	}
+	// Recorded before asking, so that Discard stops a box leased under it
+	// by a warmup that was cut short before it printed anything.
+	if err := writeFile(layout(spec).asked, []byte(requested+"\n"), 0o600); err != nil {
+		return err
+	}
 	id, c, err := p.warmupOnce(ctx, spec, requested)
-	if err == nil && c.code == 2 && id == "" {
+	if err != nil {
+		return err
+	}
+	conflict := c.code == 4 && strings.Contains(c.stderr, "lease_id_conflict")
+	if id == "" && (conflict || c.code == 2) {
+		// Crabbox refused the ID: whatever it holds under it is not this
+		// lease's, and Discard must never stop it.
+		if err := os.Remove(layout(spec).asked); err != nil {
+			return err
+		}
+	}
+	switch {
+	case conflict:
+		return fmt.Errorf("%w: crabbox refuses %s for lease %s (%s); the ID was used before with other settings or has been released: start a new lease", ErrLeaseIDConflict, requested, spec.ID, c.message())
+	case c.code == 2 && id == "":
 		// Exit 2 before any box: the provider may not take requested IDs
 		// ("does not support fixed idempotent lease IDs"). Retry without
 		// one, unless that first warmup left a claim after all.
-		b, found, ferr := p.findBox(ctx, spec)
-		if ferr != nil {
-			return ferr
+		b, found, err := p.findBox(ctx, spec)
+		if err != nil {
+			return err
 		}
 		if found {
 			return p.alive(ctx, spec, b.ID)
 		}
-		id, c, err = p.warmupOnce(ctx, spec, "")
+		if id, c, err = p.warmupOnce(ctx, spec, ""); err != nil {
+			return err
+		}
 	}
 	switch {
-	case err != nil:
-		return err
-	case c.code == 4 && strings.Contains(c.stderr, "lease_id_conflict"):
-		return fmt.Errorf("%w: crabbox refuses %s for lease %s (%s); the ID was used before with other settings or has been released: start a new lease", ErrLeaseIDConflict, requested, spec.ID, c.message())
 	case c.code != 0:
 		return fmt.Errorf("crabbox could not lease a box for lease %s: %w", spec.ID, c.err())
 	case id == "":

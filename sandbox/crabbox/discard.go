@@ -19,9 +19,11 @@ import (
 // is fine: the confirmation decides. What is not confirmed gone is an
 // error that says what is still there, and the lease's directory is kept
 // for another try. The box is the recorded one, else the one claimed in the
-// lease's state directory, else cbx_<ID> (a fixed-ID warmup interrupted
-// before it printed anything). A lease where Create never reached Crabbox,
-// or that is already discarded, has nothing to stop: Discard is idempotent.
+// lease's state directory, else cbx_<ID> when a warmup asked for it and
+// Crabbox did not refuse it (a fixed-ID warmup interrupted before it printed
+// anything). A lease where Create never reached Crabbox, or never asked for
+// a box Crabbox did not refuse, or that is already discarded, has nothing
+// to stop: Discard is idempotent.
 func (p Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 	if _, err := os.Stat(layout(spec).config); errors.Is(err, fs.ErrNotExist) {
 		return os.RemoveAll(spec.Dir)
@@ -32,6 +34,9 @@ func (p Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 	}
 	id := b.ID
 	if !found {
+		if _, err := os.Stat(layout(spec).asked); errors.Is(err, fs.ErrNotExist) {
+			return os.RemoveAll(spec.Dir)
+		}
 		id = "cbx_" + spec.ID
 	}
 	c, err := p.run(ctx, spec, nil, "stop", "--provider", p.CrabboxProvider, "--id", id)

@@ -88,6 +88,12 @@ func TestLeaseIDConflict(t *testing.T) {
 		if _, err := q.Identity(other); !errors.Is(err, ErrNoBox) {
 			t.Errorf("a conflicting Create with %s recorded a box: %v", name, err)
 		}
+		if err := q.Discard(t.Context(), other); err != nil {
+			t.Fatal(err)
+		}
+		if boxes := w.boxes(); !slices.Equal(boxes, []string{"cbx_0123456789ab"}) {
+			t.Fatalf("discarding the refused lease touched the box it was refused: boxes %v", boxes)
+		}
 	}
 	if n := len(w.calls("warmup")); n != 1 {
 		t.Errorf("%d warmups: a held ID was asked for again", n)
@@ -95,9 +101,17 @@ func TestLeaseIDConflict(t *testing.T) {
 	if err := p.Discard(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	err := p.Create(t.Context(), w.spec("0123456789ab"))
+	released := w.spec("0123456789ab")
+	err := p.Create(t.Context(), released)
 	if !errors.Is(err, ErrLeaseIDConflict) || !strings.Contains(err.Error(), "lease_id_conflict") {
 		t.Fatalf("Create with a released ID = %v", err)
+	}
+	before := len(w.calls("stop"))
+	if err := p.Discard(t.Context(), released); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.calls("stop")) - before; n != 0 {
+		t.Errorf("discarding a lease whose ID Crabbox refused stopped that ID (%d stops)", n)
 	}
 }
 
