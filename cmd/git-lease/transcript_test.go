@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	for name, pkg := range map[string]string{"git-lease": ".", "herdr-standin": "../../testdata/herdr-standin"} {
+	// The stand-ins are built next to git-lease; Crabbox's as crabbox.
+	for name, pkg := range map[string]string{"git-lease": ".", "herdr-standin": "../../testdata/herdr-standin", "crabbox": "../../testdata/crabbox-standin"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
@@ -39,10 +40,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// transcriptEnv is the environment of every transcript: the built binary
-// first on PATH (so `git lease` finds it), a private HOME and config, pinned
-// identities and dates, and seeded lease IDs, so that output is stable. It
-// is set again for each file, undoing what a transcript's setenv changed.
+// transcriptEnv is the environment of every transcript: the built binaries
+// first on PATH (so `git lease` and `crabbox` find them), a private HOME and
+// config, pinned identities and dates, seeded lease IDs, so that output is
+// stable, and the Crabbox stand-in's provider in ${ROOTDIR}/cloud with no
+// knob set. It is set again for each file, undoing what a transcript's
+// setenv changed.
 func transcriptEnv(t *testing.T, root, path string) {
 	t.Setenv("PATH", binDir+string(os.PathListSeparator)+path)
 	refstest.Setenv(t)
@@ -50,6 +53,7 @@ func transcriptEnv(t *testing.T, root, path string) {
 	t.Setenv("HOME", filepath.Join(root, "home"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "home", ".config"))
 	t.Setenv("GIT_LEASE_TEST_ID_SEED", "transcript")
+	standinEnv(t, filepath.Join(root, "cloud"))
 }
 
 func TestTranscripts(t *testing.T) {
@@ -60,6 +64,8 @@ func TestTranscripts(t *testing.T) {
 	ts.Commands["git-lease"] = cmdtest.Program(filepath.Join(binDir, "git-lease"))
 	ts.Commands["git"] = cmdtest.Program(lookPath(t, "git"))
 	ts.Commands["exists"] = existsCmd
+	ts.Commands["crabbox-calls"] = crabboxCallsCmd
+	ts.Commands["crabbox-boxes"] = crabboxBoxesCmd
 	gitPath := lookPath(t, "git")
 	path := os.Getenv("PATH")
 	keys, err := filepath.Abs(filepath.Join("..", "..", "testdata", "keys"))
