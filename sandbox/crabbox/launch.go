@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,9 +17,12 @@ import (
 // Launch prepares `crabbox run --id ID --stop-after never --timing-json --
 // ARGV` from the seed repository: Crabbox syncs the base into the box's
 // work directory and runs the agent there. Nothing runs before Release.
-// The agent's environment (cmd.Env) reaches the box through an env profile
-// file (--env-from-profile, one --allow-env per name); the host's own
-// environment does not. Wall time and output are bounded on the host (a
+// The agent's environment (cmd.Env, plus LEASE_ID) reaches the box through
+// an env profile file (--env-from-profile, one --allow-env per name); the
+// host's own environment does not. A box gets no host files, so spec.Binds
+// are not carried (the prompt still arrives on standard input), and a
+// variable that names a bound file is left out rather than point at
+// nothing. Wall time and output are bounded on the host (a
 // host bound kills crabbox; the box's command is then stopped by Discard);
 // every other bound is the Crabbox provider's. It fails with ErrNoBox
 // before Create, and with sandbox.ErrUnavailable when the box is not there
@@ -35,15 +39,13 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	args := []string{"run", "--provider", p.CrabboxProvider, "--id", b.ID, "--stop-after", "never", "--timing-json"}
-	if len(cmd.Env) > 0 {
-		names, err := writeEnvProfile(layout(spec).env, cmd.Env)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--env-from-profile", layout(spec).env)
-		for _, name := range names {
-			args = append(args, "--allow-env", name)
-		}
+	names, err := writeEnvProfile(layout(spec).env, append(unbound(cmd.Env, spec.Binds), "LEASE_ID="+spec.ID))
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--env-from-profile", layout(spec).env)
+	for _, name := range names {
+		args = append(args, "--allow-env", name)
 	}
 	args = append(append(args, "--"), cmd.Argv...)
 	c, err := p.command(ctx, spec, args...)
@@ -158,6 +160,19 @@ func writeRun(spec sandbox.Spec, rep report) error {
 		return err
 	}
 	return writeFile(layout(spec).run, append(data, '\n'), 0o600)
+}
+
+// unbound is env without the variables whose value is where a bind would
+// have put a host file in the sandbox.
+func unbound(env []string, binds []sandbox.Bind) []string {
+	var out []string
+	for _, kv := range env {
+		_, value, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(binds, func(b sandbox.Bind) bool { return b.Sandbox == value }) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

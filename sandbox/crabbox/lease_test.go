@@ -14,7 +14,8 @@ import (
 )
 
 // A whole lease: the box gets the base and nothing of the dirty checkout,
-// the agent runs only after Release with its own environment, its exit code
+// the agent runs only after Release with its own environment (and no
+// variable naming a bound file a box cannot have), its exit code
 // comes back, Collect brings its work back (with the base's modes and
 // symlinks) and Discard leaves nothing behind, twice.
 func TestLeaseEndToEnd(t *testing.T) {
@@ -27,6 +28,7 @@ func TestLeaseEndToEnd(t *testing.T) {
 	}, "run.sh")
 	refstest.Write(t, w.repo, map[string]string{"a.txt": "dirty\n", "dirty.txt": "not committed\n"})
 	p, spec := w.provider(), w.spec("3f9c0a1b2d4e")
+	spec.Binds = []sandbox.Bind{{Host: filepath.Join(t.TempDir(), "state"), Sandbox: "/run/lease/state", Writable: true}}
 
 	if err := p.Create(t.Context(), spec); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -49,12 +51,14 @@ test "$(cat a.txt)" = base
 test ! -e dirty.txt
 test -x run.sh && test -L link
 test "$GREETING" = "hello world"
+test "$LEASE_ID" = 3f9c0a1b2d4e
+test -z "$LEASE_STATE_FILE"
 echo new > new.txt
 rm dir/b.txt
 echo more >> run.sh
 echo to-stdout; echo to-stderr >&2
 exit 3`},
-		Env:    []string{"GREETING=hello world"},
+		Env:    []string{"GREETING=hello world", "LEASE_STATE_FILE=/run/lease/state"},
 		Output: &out,
 	})
 	if err != nil {
