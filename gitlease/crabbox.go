@@ -2,8 +2,7 @@ package gitlease
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox/crabbox"
@@ -21,8 +20,8 @@ type CrabboxPolicy struct {
 	// count as a sandbox (Crabbox itself is not a boundary); Provider must
 	// be one of them. Static SSH never counts, listed or not.
 	Sandboxed []string `toml:"sandboxed" json:"sandboxed"`
-	// Bin is the crabbox program: a name looked up in PATH, or an absolute
-	// path.
+	// Bin is the crabbox program's name, looked up in PATH. Never a path:
+	// the record is shared, so it holds no local path.
 	Bin string `toml:"bin" json:"bin"`
 	// TTL and IdleTimeout bound a box's life; TTL must outlast limits.wall.
 	TTL         Duration `toml:"ttl" json:"ttl"`
@@ -42,17 +41,20 @@ func defaultCrabbox() CrabboxPolicy {
 	}
 }
 
-// validateCrabbox checks the [crabbox] table: a program git-lease can name
-// without a repository choosing it, a bounded life and copy, and a box that
-// lives longer than the agent may run.
+// programName is what crabbox.bin may be: a program's name, no path.
+var programName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+// validateCrabbox checks the [crabbox] table: a program named, not a path,
+// a bounded life and copy, and a box that lives longer than the agent may
+// run.
 func (e *Effective) validateCrabbox() error {
 	c := e.Crabbox
 	bad := func(key string, value any, want string) error {
 		return fmt.Errorf("%s = %v (%s): %s", key, value, e.Sources[key], want)
 	}
 	switch {
-	case c.Bin == "" || (strings.Contains(c.Bin, "/") && (!filepath.IsAbs(c.Bin) || filepath.Clean(c.Bin) != c.Bin)):
-		return bad("crabbox.bin", fmt.Sprintf("%q", c.Bin), `name the program ("crabbox") or give its clean absolute path`)
+	case !programName.MatchString(c.Bin):
+		return bad("crabbox.bin", fmt.Sprintf("%q", c.Bin), `name the program as found on PATH, like "crabbox" (the record is shared, so it holds no path; put the program's directory on PATH)`)
 	case c.TTL <= 0:
 		return bad("crabbox.ttl", c.TTL, "give boxes a lifetime, like 90m")
 	case c.IdleTimeout <= 0:

@@ -67,6 +67,7 @@ func TestCrabboxPolicyRepoMayNotWiden(t *testing.T) {
 func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
 	cases := []struct{ name, toml, want string }{
 		{"a relative program path", "[crabbox]\nbin = \"bin/crabbox\"", "crabbox.bin"},
+		{"an absolute program path", "[crabbox]\nbin = \"/home/me/bin/crabbox\"", "holds no path"},
 		{"no program", "[crabbox]\nbin = \"\"", "crabbox.bin"},
 		{"no lifetime", "[crabbox]\nttl = \"0s\"", "crabbox.ttl"},
 		{"no idle timeout", "[crabbox]\nidle_timeout = \"0s\"", "crabbox.idle_timeout"},

@@ -16,11 +16,12 @@ import (
 )
 
 // crabboxRepo is faultRepo with trusted policy selecting crabbox (the
-// stand-in, named by its path) and a fresh stand-in provider.
+// stand-in, first on PATH) and a fresh stand-in provider.
 func crabboxRepo(t *testing.T) string {
 	t.Helper()
 	dir := faultRepo(t)
-	policy := fmt.Sprintf("provider = \"crabbox\"\n[crabbox]\nprovider = \"local-container\"\nsandboxed = [\"local-container\"]\nbin = %q\n", filepath.Join(binDir, "crabbox"))
+	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	policy := "provider = \"crabbox\"\n[crabbox]\nprovider = \"local-container\"\nsandboxed = [\"local-container\"]\n"
 	path := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git-lease", "policy.toml")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
