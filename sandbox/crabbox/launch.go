@@ -24,7 +24,9 @@ import (
 // variable that names a bound file is left out rather than point at
 // nothing. Wall time and output are bounded on the host (a
 // host bound kills crabbox; the box's command is then stopped by Discard);
-// every other bound is the Crabbox provider's. It fails with ErrNoBox
+// every other bound, and the box's network, is the Crabbox provider's
+// (spec.ProxySocket is not carried: git-lease's allowlist does not reach a
+// box). It fails with ErrNoBox
 // before Create, and with sandbox.ErrUnavailable when the box is not there
 // and ready (`crabbox status --wait`).
 func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
@@ -52,7 +54,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if err != nil {
 		return nil, err
 	}
-	enforcement := fmt.Sprintf("crabbox provider %s (its own isolation and limits); wall time and output watched on the host", p.CrabboxProvider)
+	enforcement := fmt.Sprintf("crabbox provider %s (its own isolation, limits and network); wall time and output watched on the host", p.CrabboxProvider)
 	proc, err := sandbox.NewProc(ctx, c, spec.Limits, cmd, enforcement)
 	if err != nil {
 		return nil, err
