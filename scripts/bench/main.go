@@ -52,9 +52,15 @@ func main() {
 		n, err := strconv.Atoi(s)
 		check(err)
 		repo := generate(tmp, n, env)
-		git := measure(*runs, func(i int) sample { return gitBaseline(repo, i, env) })
-		cold := measure(*runs, func(i int) sample { return lease(repo, env, true) })
-		warm := measure(*runs, func(i int) sample { return lease(repo, env, false) })
+		// Interleaved, so that each round of the three meets the machine
+		// (page cache, disk, other load) in the same state.
+		var gits, colds, warms []sample
+		for i := 0; i < *runs; i++ {
+			gits = append(gits, gitBaseline(repo, i, env))
+			colds = append(colds, lease(repo, env, true))
+			warms = append(warms, lease(repo, env, false))
+		}
+		git, cold, warm := summarize(gits), summarize(colds), summarize(warms)
 		for _, row := range []struct {
 			what string
 			m    sample
@@ -74,12 +80,12 @@ type sample struct {
 	rss         int64
 }
 
-// measure returns the median wall time and start latency, and the largest peak RSS.
-func measure(n int, f func(i int) sample) sample {
+// summarize returns the median wall time and start latency, and the
+// largest peak RSS.
+func summarize(samples []sample) sample {
 	var walls, starts []time.Duration
 	var rss int64
-	for i := 0; i < n; i++ {
-		s := f(i)
+	for _, s := range samples {
 		walls, starts = append(walls, s.wall), append(starts, s.start)
 		rss = max(rss, s.rss)
 	}
