@@ -183,6 +183,9 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
 	}
 	if _, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", "-n", from.String(), to.String()); err != nil {
+		if strings.Contains(err.Error(), "index.lock") {
+			return false, fmt.Errorf("%w: another git process is using your checkout's index (index.lock); try again when it is done", ErrBusy)
+		}
 		return false, fmt.Errorf("applying would overwrite files in your checkout: %w", err)
 	}
 	return true, nil
