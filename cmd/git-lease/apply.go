@@ -32,15 +32,7 @@ Example:
 			&cli.StringSliceFlag{Name: "only", Usage: "promote only this path or directory of the result (repeatable)"},
 		},
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 
-	"github.com/git-lease/git-lease/gitlease"
 	"github.com/urfave/cli/v2"
 )
 
@@ -19,15 +18,7 @@ cleanup, from the log alone.
 Example:
    git lease diff 3f9c | less`,
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}

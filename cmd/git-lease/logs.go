@@ -24,15 +24,7 @@ Example:
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing while the agent runs"},
 		},
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}

@@ -24,15 +24,7 @@ Example:
    git lease rebase 3f9c`,
 		Flags: []cli.Flag{&cli.StringFlag{Name: "onto", Usage: "the branch to rebase onto (default: the branch the base came from)"}, jsonFlag},
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}

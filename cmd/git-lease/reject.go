@@ -21,15 +21,7 @@ Example:
    git lease reject 3f9c --reason "wrong approach"`,
 		Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, for the record"}},
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}

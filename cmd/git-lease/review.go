@@ -27,15 +27,7 @@ Example:
    git lease review 3f9c`,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			id, err := oneID(c)
-			if err != nil {
-				return err
-			}
-			repo, err := openRepo()
-			if err != nil {
-				return err
-			}
-			x, err := gitlease.LoadPrefix(repo, id)
+			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}
