@@ -18,12 +18,14 @@ import (
 // submodules (gitlinks) as empty directories. Content is written exactly as
 // stored: no filters, no line-ending conversion, no attributes, because the
 // tree may be untrusted. Names are checked to be plain, so nothing is
-// written outside dir.
+// written outside dir. Objects are read in this goroutine (the store's
+// open pack files are not shared between goroutines) and written by a
+// pool, since creating files is what costs.
 func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 	type job struct {
-		path string
-		mode filemode.FileMode
-		hash plumbing.Hash
+		path    string
+		mode    filemode.FileMode
+		content []byte
 	}
 	jobs := make(chan job, 256)
 	errs := make(chan error, 1)
@@ -33,7 +35,7 @@ func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if err := r.writeFile(j.path, j.mode, j.hash); err != nil {
+				if err := writeFile(j.path, j.mode, j.content); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -66,10 +68,14 @@ func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 					return err
 				}
 			default:
+				content, err := r.blob(e.Hash)
+				if err != nil {
+					return err
+				}
 				select {
 				case err := <-errs:
 					return err
-				case jobs <- job{p, e.Mode, e.Hash}:
+				case jobs <- job{p, e.Mode, content}:
 				}
 			}
 		}
@@ -89,22 +95,24 @@ func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 	}
 }
 
-func (r *Repo) writeFile(path string, mode filemode.FileMode, h plumbing.Hash) error {
+// blob reads a whole blob.
+func (r *Repo) blob(h plumbing.Hash) ([]byte, error) {
 	b, err := object.GetBlob(r.store, h)
 	if err != nil {
-		return fmt.Errorf("blob %s: %w", h, err)
+		return nil, fmt.Errorf("blob %s: %w", h, err)
 	}
 	rd, err := b.Reader()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+// writeFile creates one exported file (or symlink) that must not exist.
+func writeFile(path string, mode filemode.FileMode, content []byte) error {
 	if mode == filemode.Symlink {
-		target, err := io.ReadAll(io.LimitReader(rd, 4096))
-		if err != nil {
-			return err
-		}
-		return os.Symlink(string(target), path)
+		return os.Symlink(string(content), path)
 	}
 	perm := os.FileMode(0o644)
 	if mode == filemode.Executable {
@@ -114,7 +122,7 @@ func (r *Repo) writeFile(path string, mode filemode.FileMode, h plumbing.Hash) e
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, rd); err != nil {
+	if _, err := f.Write(content); err != nil {
 		f.Close()
 		return err
 	}

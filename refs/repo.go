@@ -98,7 +98,9 @@ func (r *Repo) openStore() error {
 // openStoreOn opens go-git's storage on fs, the common directory, reading
 // objects/info/alternates entries through alternates.
 func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
-	r.store = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates})
+	// Pack files stay open between reads (go-git reopens them for every
+	// object otherwise): objects must then be read from one goroutine.
+	r.store = filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates, KeepDescriptors: true})
 	repo, err := git.Open(r.store, nil)
 	if err != nil {
 		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||
