@@ -2,7 +2,6 @@ package gitlease
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -126,9 +125,8 @@ const repoPolicyFile = ".lease.toml"
 // lease.policy, else $XDG_CONFIG_HOME/git-lease/policy.toml. A file inside
 // the repository is refused: a commit must not choose its own policy.
 func TrustedPolicyPath(repo *refs.Repo) (string, error) {
-	out, err := repo.Git(context.Background(), nil, "config", "--get", "lease.policy")
-	path := strings.TrimSpace(string(out))
-	if err != nil || path == "" {
+	path := repo.Config("lease.policy")
+	if path == "" {
 		return filepath.Join(configHome(), "git-lease", "policy.toml"), nil
 	}
 	if strings.HasPrefix(path, "~/") {

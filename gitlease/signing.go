@@ -2,7 +2,6 @@ package gitlease
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,13 +24,7 @@ var (
 func KeyDir() string { return filepath.Join(configHome(), "git-lease", "keys") }
 
 // gitConfig reads one git config value ("" when unset).
-func gitConfig(repo *refs.Repo, key string) string {
-	out, err := repo.Git(context.Background(), nil, "config", "--get", key)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
-}
+func gitConfig(repo *refs.Repo, key string) string { return repo.Config(key) }
 
 // signerConfig is where LoadSigner looks: git-lease's own key, else git's
 // SSH signing key (gpg.format=ssh, user.signingkey), through ssh-agent when

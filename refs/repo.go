@@ -41,43 +41,38 @@ type Repo struct {
 	// gpgsig header (an armored SSH signature, as git writes one).
 	CommitSigner func(payload []byte) (string, error)
 
-	ident *ident
-	store *filesystem.Storage
-	git   *git.Repository
+	ident  *ident
+	config map[string]string // Config's cache
+	store  *filesystem.Storage
+	git    *git.Repository
 }
 
 // Open finds the repository that contains dir, as git does, and opens it.
 // It refuses bare repositories and repositories go-git cannot read.
 func Open(dir string) (*Repo, error) {
+	// One git process answers everything; --show-toplevel fails (after
+	// printing the rest) where there is no work tree.
 	cmd := exec.Command("git", "rev-parse", "--path-format=absolute",
-		"--git-dir", "--git-common-dir", "--is-bare-repository")
+		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-toplevel")
 	cmd.Dir = dir
 	cmd.Env = gitEnv(os.Environ())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		if strings.Contains(stderr.String(), "not a git repository") {
-			return nil, ErrNotRepo
-		}
-		return nil, fmt.Errorf("git rev-parse: %s", firstLine(stderr.String(), err))
-	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 3 {
+	switch {
+	case strings.Contains(stderr.String(), "not a git repository"):
+		return nil, ErrNotRepo
+	case len(lines) >= 1 && lines[0] == "true":
+		return nil, ErrBare
+	case err != nil && len(lines) == 3:
+		return nil, fmt.Errorf("%s: run git lease inside the checkout, not inside its .git directory", dir)
+	case err != nil:
+		return nil, fmt.Errorf("git rev-parse: %s", firstLine(stderr.String(), err))
+	case len(lines) != 4:
 		return nil, fmt.Errorf("git rev-parse: unexpected output %q", out)
 	}
-	if lines[2] == "true" {
-		return nil, ErrBare
-	}
-	r := &Repo{GitDir: lines[0], CommonDir: lines[1]}
-	top := exec.Command("git", "rev-parse", "--show-toplevel")
-	top.Dir = dir
-	top.Env = cmd.Env
-	out, err = top.Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		return nil, fmt.Errorf("%s: run git lease inside the checkout, not inside its .git directory", dir)
-	}
-	r.WorkTree = string(bytes.TrimSpace(out))
+	r := &Repo{GitDir: lines[1], CommonDir: lines[2], WorkTree: lines[3]}
 	if err := r.openStore(); err != nil {
 		return nil, err
 	}

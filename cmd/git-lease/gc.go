@@ -56,11 +56,10 @@ Example:
 }
 
 func gcAgeConfig(ctx context.Context, repo *refs.Repo) string {
-	out, err := repo.Git(ctx, nil, "config", "--get", "lease.gcAge")
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		return "30d"
+	if age := repo.Config("lease.gcAge"); age != "" {
+		return age
 	}
-	return strings.TrimSpace(string(out))
+	return "30d"
 }
 
 // parseAge reads Go durations plus a days suffix ("30d").
