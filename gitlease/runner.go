@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -130,7 +131,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	go func() { proc.Wait(); close(exited) }()
 	watch := time.NewTicker(300 * time.Millisecond)
 	defer watch.Stop()
-	var lastState []byte
+	// The agent is working since its release; record only changes of what
+	// its state file says.
+	last := sandbox.StateWorking + ":"
 	for {
 		select {
 		case <-exited:
@@ -146,9 +149,11 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", progress)
 		case <-watch.C:
 			b, _ := os.ReadFile(x.statePath())
-			if string(b) != string(lastState) {
-				lastState = b
-				state, msg := parseState(b)
+			if len(bytes.TrimSpace(b)) == 0 {
+				continue // nothing said yet, or caught between truncate and write
+			}
+			if state, msg := parseState(b); state+":"+msg != last {
+				last = state + ":" + msg
 				x.activity(ctx, sup, endpoint, state, state, msg)
 			}
 		}
