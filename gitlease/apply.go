@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -182,19 +183,37 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 	if len(bytes.TrimSpace(status)) > 0 {
 		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
 	}
-	if _, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", "-n", from.String(), to.String()); err != nil {
-		if strings.Contains(err.Error(), "index.lock") {
-			return false, fmt.Errorf("%w: another git process is using your checkout's index (index.lock); try again when it is done", ErrBusy)
-		}
+	// The dry run works on a copy of the index, so that it never holds the
+	// checkout's index lock (another apply may be updating it).
+	index, err := os.ReadFile(filepath.Join(x.Repo.GitDir, "index"))
+	if err != nil {
+		return false, err
+	}
+	tmp, err := os.MkdirTemp(x.Repo.LeaseDir(), "apply-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "index"), index, 0o600); err != nil {
+		return false, err
+	}
+	dry := append(env, "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
+	if _, err := x.Repo.GitAt(ctx, x.Repo.GitDir, dry, nil, "read-tree", "-m", "-u", "-n", from.String(), to.String()); err != nil {
 		return false, fmt.Errorf("applying would overwrite files in your checkout: %w", err)
 	}
 	return true, nil
 }
 
 // updateCheckout moves the user's index and files from one commit to the
-// next, as a fast-forward merge does.
+// next, as a fast-forward merge does. Another git process briefly holding
+// the index lock is waited out.
 func (x *Execution) updateCheckout(ctx context.Context, from, to plumbing.Hash) error {
 	env := []string{"GIT_WORK_TREE=" + x.Repo.WorkTree}
-	_, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", from.String(), to.String())
-	return err
+	for attempt := 0; ; attempt++ {
+		_, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "read-tree", "-m", "-u", from.String(), to.String())
+		if err == nil || !strings.Contains(err.Error(), "index.lock") || attempt == 50 {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -92,18 +92,20 @@ func (r *Repo) Ref(name string) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// RefsWithPrefix lists refs under prefix with their hashes, from loose and packed refs.
+// RefsWithPrefix lists refs under prefix with their hashes, from loose and
+// packed refs. It asks git (for-each-ref): go-git's own listing reads a
+// ref's lock file too, and fails on one that another process has just
+// created empty.
 func (r *Repo) RefsWithPrefix(prefix string) (map[string]plumbing.Hash, error) {
-	iter, err := r.store.IterReferences()
+	out, err := r.Git(context.Background(), nil, "for-each-ref", "--format=%(objectname) %(refname)", "--", prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]plumbing.Hash{}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
-			out[ref.Name().String()] = ref.Hash()
+	refs := map[string]plumbing.Hash{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if hash, name, ok := strings.Cut(line, " "); ok && strings.HasPrefix(name, prefix) {
+			refs[name] = plumbing.NewHash(hash)
 		}
-		return nil
-	})
-	return out, err
+	}
+	return refs, nil
 }
