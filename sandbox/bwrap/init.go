@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,11 +64,6 @@ func initSandbox() error {
 	if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay: %w (overlayfs in a user namespace needs Linux 5.11 or later)", err)
 	}
-	for _, l := range spec.Rlimits {
-		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Soft, Max: l.Hard}); err != nil {
-			return fmt.Errorf("set rlimit %d: %w", l.Resource, err)
-		}
-	}
 	var p [2]int
 	if err := unix.Pipe(p[:]); err != nil {
 		return err
@@ -80,6 +76,26 @@ func initSandbox() error {
 		return err
 	}
 	unix.Close(p[1])
-	argv := append([]string{"bwrap", "--args", fmt.Sprint(p[0]), "--"}, spec.Command...)
-	return fmt.Errorf("exec bwrap: %w", syscall.Exec(spec.Bwrap, argv, []string{}))
+	path, err := unix.BytePtrFromString(spec.Bwrap)
+	if err != nil {
+		return err
+	}
+	argv, err := syscall.SlicePtrFromStrings(append([]string{"bwrap", "--args", fmt.Sprint(p[0]), "--"}, spec.Command...))
+	if err != nil {
+		return err
+	}
+	env := []*byte{nil}
+	limits := make([]unix.Rlimit, len(spec.Rlimits))
+	for i, l := range spec.Rlimits {
+		limits[i] = unix.Rlimit{Cur: l.Soft, Max: l.Hard}
+	}
+	// From here to exec nothing allocates: with RLIMIT_DATA set, the Go
+	// runtime could fail to grow its heap and die before bwrap starts.
+	for i, l := range spec.Rlimits {
+		if err := unix.Setrlimit(l.Resource, &limits[i]); err != nil {
+			return fmt.Errorf("set rlimit %d: %w", l.Resource, err)
+		}
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&env[0])))
+	return fmt.Errorf("exec bwrap: %w", errno)
 }

@@ -157,9 +157,12 @@ func (s *standin) set(t *testing.T, drop int, delay time.Duration) {
 	}
 }
 
+// eventually polls ok until it holds. The deadline is generous because the
+// stand-in's shells are slow to answer on a loaded machine; a passing test
+// returns as soon as ok holds.
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
