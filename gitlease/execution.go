@@ -89,7 +89,7 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 
 // Event records something that happened to the lease without changing its
 // state (cleanup, a rebase conflict, a supervisor event): one log commit
-// "lease <id>: <state> -> <state>" with a Lease-Event trailer.
+// "lease <id>: <state>: <event>" with a Lease-Event trailer.
 func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
 	next := *x.Lease
 	if mutate != nil {
@@ -101,7 +101,7 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 		files = map[string][]byte{}
 	}
 	files[recordFile] = next.marshal()
-	msg := logMessage(next.ID, x.Lease.State, x.Lease.State, "") + "Lease-Event: " + event + "\n"
+	msg := fmt.Sprintf("lease %s: %s: %s\n\nLease-ID: %s\nLease-State: %s\nLease-Event: %s\n", next.ID, next.State, event, next.ID, next.State, event)
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
 	if err != nil {
 		return err
@@ -110,8 +110,9 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 	return nil
 }
 
-// logMessage is the one-line subject "lease <id>: <from> -> <to>" with
-// trailers, so that git log refs/leases/<id> reads as the lease's history.
+// logMessage is the one-line subject "lease <id>: <from> -> <to>" of a
+// transition, with trailers, so that git log refs/leases/<id> reads as the
+// lease's history.
 func logMessage(id refs.ID, from, to State, reason string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lease %s: %s -> %s\n\nLease-ID: %s\nLease-State: %s\n", id, from, to, id, to)

@@ -23,7 +23,11 @@ type VerifyReport struct {
 	Problems []string `json:"problems"`
 }
 
+// subjectRE matches a transition's subject "lease <id>: <from> -> <to>".
 var subjectRE = regexp.MustCompile(`^lease ([0-9a-f]{12}): ([a-z]+) -> ([a-z]+)$`)
+
+// eventRE matches an event's subject "lease <id>: <state>: <event>".
+var eventRE = regexp.MustCompile(`^lease ([0-9a-f]{12}): ([a-z]+): [a-z-]+$`)
 
 // receiptTypes maps each signed record in the log to its predicate type.
 var receiptTypes = map[string]string{
@@ -56,6 +60,9 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 		where := fmt.Sprintf("log entry %d (%s)", i+1, e.Commit.String()[:12])
 		subject := strings.SplitN(e.Message, "\n", 2)[0]
 		m := subjectRE.FindStringSubmatch(subject)
+		if e := eventRE.FindStringSubmatch(subject); e != nil {
+			m = []string{e[0], e[1], e[2], e[2]} // an event stays in its state
+		}
 		switch {
 		case m == nil || m[1] != string(id):
 			problem("%s: %q is not a log entry of lease %s", where, subject, id)

@@ -119,7 +119,7 @@ func TestTamperedLeasesFailVerifyAndAreRefusedByTheServer(t *testing.T) {
 		}},
 		{"drop an event entry, re-signed by an allowed key", func(t *testing.T, p plumber, tm *team) ([]string, []string, []string) {
 			e := p.entries(logRef)
-			n := indexOfSubject(p, e, "running -> running")
+			n := indexOfSubject(p, e, "running: working")
 			p.setRef(logRef, p.rechain(e[n+1:], e[n-1], tm.key)) // the transitions still chain: only seq tells
 			next := p.entries(logRef)[n]
 			want := fmt.Sprintf("log entry %d (%s): lease.json is entry %d of its log, but it is entry %d here", n+1, next[:12], n+2, n+1)
