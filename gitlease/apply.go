@@ -149,7 +149,7 @@ func (x *Execution) applyTarget(onto string) (string, error) {
 // checkout (the target is checked out there), and refuses a target that is
 // checked out in any other worktree, or a checkout that is not clean.
 func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, to plumbing.Hash) (bool, error) {
-	out, err := x.Repo.Git(ctx, nil, "worktree", "list", "--porcelain")
+	out, err := x.Repo.Worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return false, err
 	}

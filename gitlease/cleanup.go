@@ -207,7 +207,7 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 		}
 	}
 	removeTree(path)
-	if _, err := x.Repo.Git(ctx, nil, "worktree", "prune"); err != nil {
+	if _, err := x.Repo.Worktree(ctx, "prune"); err != nil {
 		item.Action, item.Detail = "failed", err.Error()
 		return item
 	}

@@ -21,11 +21,11 @@ func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	args := []string{"worktree", "add", "--quiet"}
+	args := []string{"add", "--quiet"}
 	if sandboxed {
 		args = append(args, "--no-checkout")
 	}
-	_, err := x.Repo.Git(ctx, nil, append(args, path, x.Lease.Branch)...)
+	_, err := x.Repo.Worktree(ctx, append(args, path, x.Lease.Branch)...)
 	return err
 }
 

@@ -205,7 +205,7 @@ func (rep *FetchReport) record(out fetchOutcome, st RefState, updates []RefUpdat
 // checkedOutBranches lists the branches that a worktree of the repository
 // has checked out: moving one would leave that worktree's files behind.
 func (r *Repo) checkedOutBranches(ctx context.Context) (map[string]bool, error) {
-	out, err := r.Git(ctx, nil, "worktree", "list", "--porcelain")
+	out, err := r.Worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return nil, err
 	}
