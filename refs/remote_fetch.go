@@ -68,7 +68,6 @@ func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, er
 	if err := r.fetchTracking(ctx, remote); err != nil {
 		return nil, err
 	}
-	r.store.Reindex() // git may have added packs that go-git has not indexed
 	checkedOut, err := r.checkedOutBranches(ctx)
 	if err != nil {
 		return nil, err
