@@ -40,12 +40,16 @@ type Lease struct {
 	BaseRef   string  `json:"base_ref,omitempty"`
 	// SnapshotOf is set when the base is a snapshot of uncommitted changes:
 	// the commit (HEAD then) that the snapshot's parent is.
-	SnapshotOf string    `json:"snapshot_of,omitempty"`
-	Branch     string    `json:"branch"`
-	Mission    string    `json:"mission,omitempty"`
-	Command    []string  `json:"command"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	SnapshotOf string   `json:"snapshot_of,omitempty"`
+	Branch     string   `json:"branch"`
+	Mission    string   `json:"mission,omitempty"`
+	Command    []string `json:"command"`
+	// Dir is where the agent starts, relative to the top of the tree
+	// (slash-separated; empty for the top): the directory start ran in,
+	// when the base has it.
+	Dir       string    `json:"dir,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Policy is the effective policy: names of credentials, never values.
 	Policy       *Effective `json:"policy"`
 	PolicyDigest string     `json:"policy_digest"`

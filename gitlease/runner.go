@@ -85,7 +85,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		out = io.MultiWriter(logFile, live)
 	}
 	tty := x.Lease.Prompt != nil && x.Lease.Prompt.TTY
-	cmd := sandbox.Command{Argv: l.command, Env: append(env, l.env...), TTY: tty, Output: out}
+	cmd := sandbox.Command{Argv: l.command, Dir: x.Lease.Dir, Env: append(env, l.env...), TTY: tty, Output: out}
 	a, err := x.openAccess(l, &spec, &cmd)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)

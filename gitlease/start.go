@@ -17,6 +17,7 @@ import (
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/worktree"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // StartOptions are the inputs of git lease start.
@@ -92,6 +93,10 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 			return nil, err
 		}
 	}
+	dir, err := startDir(repo, base)
+	if err != nil {
+		return nil, err
+	}
 	policy, err := loadPolicy(repo, base, opts.Agent)
 	if err != nil {
 		return nil, err
@@ -125,7 +130,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
-		Command: command, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
+		Command: command, Dir: dir, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
 	}}
@@ -146,6 +151,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
+	if repo.Prefix != dir {
+		fmt.Fprintf(progress, "lease %s: %s/ is not a directory of the base: the agent starts at the top of the tree\n", id, repo.Prefix)
+	}
 	fault("start:provisioning")
 	if opts.Prompt != "" {
 		if err := os.WriteFile(x.promptPath(), []byte(opts.Prompt), 0o644); err != nil {
@@ -168,6 +176,24 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	unlock()
 	return x, x.awaitRunner(ctx, sup, !opts.Detach, progress)
+}
+
+// startDir is where the agent starts: the directory git lease start runs
+// in, as git commands work from anywhere in a checkout, when the base has
+// it as a directory under a plain path; else the top of the tree ("").
+func startDir(repo *refs.Repo, base plumbing.Hash) (string, error) {
+	if repo.Prefix == "" || verify.CheckPath(repo.Prefix) != nil {
+		return "", nil
+	}
+	c, err := repo.Commit(base)
+	if err != nil {
+		return "", err
+	}
+	entries, err := repo.DirEntries(c.TreeHash, repo.Prefix)
+	if err != nil || len(entries) == 0 {
+		return "", err
+	}
+	return repo.Prefix, nil
 }
 
 // newID picks an unused ID: no log, no branch, no worktree directory.

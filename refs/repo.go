@@ -34,8 +34,10 @@ type Repo struct {
 	GitDir string
 	// CommonDir is the directory shared by all worktrees: objects and refs.
 	CommonDir string
-	// WorkTree is the top of the user's checkout.
+	// WorkTree is the top of the user's checkout, and Prefix the directory
+	// the user is in, relative to it ("" at the top; slash-separated).
 	WorkTree string
+	Prefix   string
 	// CommitSigner, when set, signs every commit WriteCommit writes: it
 	// gets the commit without its signature and returns what goes in the
 	// gpgsig header (an armored SSH signature, as git writes one).
@@ -53,7 +55,7 @@ func Open(dir string) (*Repo, error) {
 	// One git process answers everything; --show-toplevel fails (after
 	// printing the rest) where there is no work tree.
 	cmd := exec.Command("git", "rev-parse", "--path-format=absolute",
-		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-toplevel")
+		"--is-bare-repository", "--git-dir", "--git-common-dir", "--show-prefix", "--show-toplevel")
 	cmd.Dir = dir
 	cmd.Env = gitEnv(os.Environ())
 	var stderr bytes.Buffer
@@ -65,14 +67,14 @@ func Open(dir string) (*Repo, error) {
 		return nil, ErrNotRepo
 	case len(lines) >= 1 && lines[0] == "true":
 		return nil, ErrBare
-	case err != nil && len(lines) == 3:
+	case err != nil && len(lines) == 3: // the prefix line is empty and trimmed
 		return nil, fmt.Errorf("%s: run git lease inside the checkout, not inside its .git directory", dir)
 	case err != nil:
 		return nil, fmt.Errorf("git rev-parse: %s", firstLine(stderr.String(), err))
-	case len(lines) != 4:
+	case len(lines) != 5:
 		return nil, fmt.Errorf("git rev-parse: unexpected output %q", out)
 	}
-	r := &Repo{GitDir: lines[1], CommonDir: lines[2], WorkTree: lines[3]}
+	r := &Repo{GitDir: lines[1], CommonDir: lines[2], Prefix: strings.TrimSuffix(lines[3], "/"), WorkTree: lines[4]}
 	if err := r.openStore(); err != nil {
 		return nil, err
 	}

@@ -63,6 +63,10 @@ type Limits struct {
 // Command is the agent command to run.
 type Command struct {
 	Argv []string
+	// Dir is where the agent starts: a directory of the base tree,
+	// relative to its top and slash-separated ("" for the top). Start
+	// checks that it is a plain path to a directory of the base.
+	Dir string
 	// Env is the agent's environment. Sandboxed providers give the agent
 	// nothing else; the worktree provider adds it to the user's own.
 	Env []string

@@ -92,6 +92,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "mission:  %s\n", l.Mission)
 	}
 	fmt.Fprintf(w, "command:  %s\n", strings.Join(l.Command, " "))
+	if l.Dir != "" {
+		fmt.Fprintf(w, "dir:      %s/ (where the agent started)\n", l.Dir)
+	}
 	if l.AgentPreset != "" {
 		fmt.Fprintf(w, "preset:   %s\n", l.AgentPreset)
 	}

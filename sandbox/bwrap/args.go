@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -61,7 +62,7 @@ func bwrapOptions(self string, spec sandbox.Spec, d dirs, cmd sandbox.Command) [
 	// that nothing but /work, /tmp, the home and /dev/shm (all bounded) can
 	// be written.
 	a = append(a, "--tmpfs", "/dev/shm", "--bind", d.merged, workDir,
-		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", workDir, "--clearenv")
+		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", path.Join(workDir, cmd.Dir), "--clearenv")
 	for _, kv := range agentEnv(spec, cmd.Env) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)

@@ -49,7 +49,12 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	for _, name := range names {
 		args = append(args, "--allow-env", name)
 	}
-	args = append(append(args, "--"), cmd.Argv...)
+	argv := cmd.Argv
+	if cmd.Dir != "" {
+		// crabbox runs the command at the top of the box's copy of the base.
+		argv = append([]string{"sh", "-c", `cd -- "$1" && shift && exec "$@"`, "lease-cd", cmd.Dir}, argv...)
+	}
+	args = append(append(args, "--"), argv...)
 	c, err := p.command(ctx, spec, args...)
 	if err != nil {
 		return nil, err

@@ -206,3 +206,22 @@ func TestCollectBounds(t *testing.T) {
 		t.Errorf("the lease's directory is still there: %v", err)
 	}
 }
+
+// A command with a Dir starts in that directory of the box's copy, whatever
+// its name, and runs its argv as given.
+func TestLaunchStartsInDir(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "TOPFILE\n", "my dir/$x;'/a.txt": "DEEPFILE\n"})
+	p, spec := w.provider(), w.spec("bbbbbbbbbbbb")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Discard(context.Background(), spec) })
+	var out bytes.Buffer
+	exit, err := runAgent(t, p, spec, sandbox.Command{Dir: "my dir/$x;'", Argv: []string{"cat", "a.txt"}, Output: &out})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("Wait = %+v, %v\n%s", exit, err, out.String())
+	}
+	if !strings.Contains(out.String(), "DEEPFILE") || strings.Contains(out.String(), "TOPFILE") {
+		t.Errorf("the agent read %q, not my dir/$x;'/a.txt", out.String())
+	}
+}

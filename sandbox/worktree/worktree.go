@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -33,7 +34,7 @@ func (Provider) Create(context.Context, sandbox.Spec) error { return nil }
 // Shared files are given as their host paths.
 func (Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Command) (sandbox.Process, error) {
 	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
-	c.Dir = spec.Worktree
+	c.Dir = filepath.Join(spec.Worktree, filepath.FromSlash(cmd.Dir))
 	c.Env = append(os.Environ(), cmd.Env...)
 	for _, b := range spec.Binds {
 		c.Env = replacePath(c.Env, b)
