@@ -69,6 +69,16 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	if err != nil {
 		return err
 	}
+	// Applies take turns from reading the target to updating the checkout:
+	// another apply between our check that the checkout is clean and our
+	// update of it would make the checkout look dirty, or the target look
+	// unmoved, to the loser.
+	return x.Repo.Locked("apply", func() error { return x.applyTo(ctx, target, opts.Only) })
+}
+
+// applyTo does the apply once the result has verified and target is known,
+// holding the repository's apply lock.
+func (x *Execution) applyTo(ctx context.Context, target string, only []string) error {
 	expected := plumbing.NewHash(x.Lease.Base)
 	if x.Lease.SnapshotOf != "" {
 		expected = plumbing.NewHash(x.Lease.SnapshotOf)
@@ -86,8 +96,8 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	commit := plumbing.NewHash(x.Lease.Result.Commit)
 	files := map[string][]byte{}
 	var paths []string
-	if len(opts.Only) > 0 {
-		if commit, files, paths, err = x.promote(ctx, opts.Only); err != nil {
+	if len(only) > 0 {
+		if commit, files, paths, err = x.promote(ctx, only); err != nil {
 			return err
 		}
 	}
@@ -184,7 +194,7 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
 	}
 	// The dry run works on a copy of the index, so that it never holds the
-	// checkout's index lock (another apply may be updating it).
+	// checkout's index lock while one of your own git commands may want it.
 	index, err := os.ReadFile(filepath.Join(x.Repo.GitDir, "index"))
 	if err != nil {
 		return false, err

@@ -182,15 +182,19 @@ func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
 		if wt != x.Repo.WorkTree {
 			return "", fmt.Errorf("the checkout at %s needs its apply finished: run git lease reconcile there", wt)
 		}
-		idx, err := x.Repo.GitAt(ctx, x.Repo.GitDir, []string{"GIT_WORK_TREE=" + wt}, nil, "write-tree")
+		err = x.Repo.Locked("apply", func() error {
+			idx, err := x.Repo.GitAt(ctx, x.Repo.GitDir, []string{"GIT_WORK_TREE=" + wt}, nil, "write-tree")
+			if err != nil {
+				return err
+			}
+			from := plumbing.NewHash(app.From)
+			if strings.TrimSpace(string(idx)) == mustTree(x.Repo, from).String() {
+				return x.updateCheckout(ctx, from, plumbing.NewHash(app.Commit))
+			}
+			return nil
+		})
 		if err != nil {
 			return "", err
-		}
-		from := plumbing.NewHash(app.From)
-		if strings.TrimSpace(string(idx)) == mustTree(x.Repo, from).String() {
-			if err := x.updateCheckout(ctx, from, plumbing.NewHash(app.Commit)); err != nil {
-				return "", err
-			}
 		}
 		return "finished updating the checkout after apply", os.Remove(marker)
 	}

@@ -331,6 +331,46 @@ func TestConcurrentAppliesOneWins(t *testing.T) {
 	}
 }
 
+// An apply waits while another holds the repository's apply lock (from
+// reading the target to updating the checkout), so that the loser of two
+// applies sees the target moved, never a checkout caught mid-update.
+func TestAppliesTakeTurns(t *testing.T) {
+	dir := faultRepo(t)
+	id := startLease(t, dir, "echo changed > a.txt")
+	lock, err := os.OpenFile(filepath.Join(dir, ".git", "lease", "apply.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	main := refstest.Git(t, dir, "rev-parse", "main")
+	done := make(chan error, 1)
+	go func() {
+		out, err := runLease(t, dir, nil, "apply", id)
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, out)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("apply finished while another held the apply lock: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if now := refstest.Git(t, dir, "rev-parse", "main"); now != main {
+		t.Fatal("main moved while another apply held the lock")
+	}
+	lock.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("apply after the lock was released: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "changed\n" {
+		t.Fatalf("the checkout has a.txt = %q after apply", b)
+	}
+}
+
 func TestConcurrentStartsGetDistinctLeases(t *testing.T) {
 	dir := faultRepo(t)
 	var wg sync.WaitGroup
