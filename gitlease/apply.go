@@ -122,7 +122,7 @@ func (x *Execution) applyTo(ctx context.Context, target string, only []string) e
 	if err != nil || !checkout {
 		return err
 	}
-	marker := filepath.Join(x.RunDir(), "apply-checkout")
+	marker := filepath.Join(x.RunDir(), applyCheckoutMarker)
 	os.WriteFile(marker, []byte(x.Repo.WorkTree+"\n"), 0o600)
 	fault("apply:committed")
 	if err := x.updateCheckout(ctx, expected, commit); err != nil {
@@ -191,6 +191,9 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		return false, err
 	}
 	if len(bytes.TrimSpace(status)) > 0 {
+		if interruptedApply(x.Repo) {
+			return false, fmt.Errorf("%s is checked out here, and an interrupted git lease apply has not updated it yet: run git lease reconcile", strings.TrimPrefix(target, "refs/heads/"))
+		}
 		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
 	}
 	// The dry run works on a copy of the index, so that it never holds the
@@ -212,6 +215,22 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		return false, fmt.Errorf("applying would overwrite files in your checkout: %w", err)
 	}
 	return true, nil
+}
+
+// applyCheckoutMarker, in a lease's run directory, names the checkout an
+// apply has moved the target of but not yet updated; reconcile finishes.
+const applyCheckoutMarker = "apply-checkout"
+
+// interruptedApply reports whether a crashed apply left the user's
+// checkout behind its branch.
+func interruptedApply(repo *refs.Repo) bool {
+	markers, _ := filepath.Glob(repo.LeaseDir("runs", "*", applyCheckoutMarker))
+	for _, m := range markers {
+		if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == repo.WorkTree {
+			return true
+		}
+	}
+	return false
 }
 
 // updateCheckout moves the user's index and files from one commit to the

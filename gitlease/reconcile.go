@@ -172,7 +172,7 @@ func (x *Execution) retryCleanup(ctx context.Context) (string, error) {
 // and updating the user's checkout after an apply.
 func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
 	if x.Lease.State == Applied {
-		marker := filepath.Join(x.RunDir(), "apply-checkout")
+		marker := filepath.Join(x.RunDir(), applyCheckoutMarker)
 		b, err := os.ReadFile(marker)
 		if err != nil {
 			return "", nil

@@ -226,6 +226,10 @@ func TestApplyCrashIsRepaired(t *testing.T) {
 		if _, err := runLease(t, dir, []string{"GIT_LEASE_FAULT=apply:committed"}, "apply", id); !killed(err) {
 			t.Fatalf("apply did not die: %v", err)
 		}
+		other := startLease(t, dir, "echo other > b.txt") // on main as the crash left it
+		if out, err := runLease(t, dir, nil, "apply", "--onto", "main", other); err == nil || !strings.Contains(out, "run git lease reconcile") {
+			t.Fatalf("an apply onto the checkout the crash left behind: %v\n%s", err, out)
+		}
 		out := mustRun(t, dir, "reconcile")
 		if !strings.Contains(out, "finished updating the checkout") {
 			t.Fatalf("reconcile did not finish the apply:\n%s", out)
