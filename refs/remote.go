@@ -49,7 +49,7 @@ func (r *Repo) PushLeases(ctx context.Context, remote string, ids []ID) error {
 		return err
 	}
 	args := []string{"push", "--atomic", "--no-verify", "--no-recurse-submodules", "--no-follow-tags", "--end-of-options", remote}
-	if _, err := r.Git(ctx, nil, append(args, specs...)...); err != nil {
+	if _, err := r.remoteGit(ctx, append(args, specs...)...); err != nil {
 		return remoteFailure("push to "+remote, err)
 	}
 	return nil
@@ -117,9 +117,10 @@ func trackingPrefix(remote string) string { return "refs/remotes/" + remote + "/
 
 // checkRemote accepts a configured remote name and, unless nameOnly, a URL
 // ("scheme://…" or scp-like "host:path") or an absolute path. It refuses
-// anything git could read as an option, relative paths (git runs in the
-// repository's git directory, not where the user typed them), control
-// characters, and names that cannot be part of a ref name.
+// anything git could read as an option, relative paths (a bare word is
+// more likely a mistyped remote name; configure the path as a remote
+// instead), control characters, and names that cannot be part of a ref
+// name.
 func (r *Repo) checkRemote(ctx context.Context, remote string, nameOnly bool) error {
 	const give = "give the name of a configured remote (see git remote -v)"
 	bad := remote == "" || strings.HasPrefix(remote, "-") ||

@@ -127,7 +127,7 @@ func (r *Repo) fetchTracking(ctx context.Context, remote string) error {
 	args := []string{"fetch", "--atomic", "--prune", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head",
 		"--refmap=", "--end-of-options", remote,
 		"+refs/leases/*:" + prefix + "leases/*", "+refs/heads/lease/*:" + prefix + "lease/*"}
-	_, err := r.Git(ctx, nil, append(args, "+"+NotesRef+":"+prefix+"notes/leases")...)
+	_, err := r.remoteGit(ctx, append(args, "+"+NotesRef+":"+prefix+"notes/leases")...)
 	var ge *GitError
 	if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "couldn't find remote ref "+NotesRef) {
 		if err != nil {
@@ -135,7 +135,7 @@ func (r *Repo) fetchTracking(ctx context.Context, remote string) error {
 		}
 		return nil
 	}
-	if _, err := r.Git(ctx, nil, args...); err != nil {
+	if _, err := r.remoteGit(ctx, args...); err != nil {
 		return remoteFailure("fetch from "+remote, err)
 	}
 	stale, err := r.Ref(prefix + "notes/leases")

@@ -197,3 +197,39 @@ func TestBadRemotesAreRefused(t *testing.T) {
 		t.Errorf("FetchLeases(path) = %v", err)
 	}
 }
+
+// A remote configured with a relative path resolves against the top of the
+// checkout, as it does for git, whether push and fetch run from there or
+// from a subdirectory.
+func TestRemoteConfiguredWithARelativePath(t *testing.T) {
+	tm, ctx := newTeam(t), context.Background()
+	for _, dir := range []string{tm.dirA, tm.dirB} {
+		rel, err := filepath.Rel(dir, tm.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refstest.Git(t, dir, "remote", "add", "rel", rel)
+	}
+	log := appendLog(t, tm.a, idX, "one")
+	if err := tm.a.PushLeases(ctx, "rel", nil); err != nil {
+		t.Fatalf("push to %q: %v", "rel", err)
+	}
+	if got := serverRef(t, tm, idX.LogRef()); got != log.String() {
+		t.Fatalf("server log = %q", got)
+	}
+	sub := filepath.Join(tm.dirB, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := refs.Open(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.FetchLeases(ctx, "rel")
+	if err != nil {
+		t.Fatalf("fetch from %q in a subdirectory: %v", "rel", err)
+	}
+	if names(rep.Created) != idX.LogRef() {
+		t.Fatalf("fetch created %q", names(rep.Created))
+	}
+}

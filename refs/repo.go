@@ -135,10 +135,23 @@ func (r *Repo) GitEnv(ctx context.Context, env []string, stdin []byte, args ...s
 	return r.GitAt(ctx, r.CommonDir, env, stdin, args...)
 }
 
-// gitIn runs git with gitDir as GIT_DIR and as its working directory.
+// GitAt runs git with gitDir as GIT_DIR and as its working directory.
 func (r *Repo) GitAt(ctx context.Context, gitDir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	return r.gitIn(ctx, gitDir, gitDir, env, stdin, args...)
+}
+
+// remoteGit runs a git command that talks to a remote (push, fetch) at the
+// top of the checkout, where git itself runs them, so that a remote
+// configured with a relative path ("../server.git") means what it means to
+// git.
+func (r *Repo) remoteGit(ctx context.Context, args ...string) ([]byte, error) {
+	return r.gitIn(ctx, r.WorkTree, r.CommonDir, nil, nil, args...)
+}
+
+// gitIn runs git in dir with gitDir as GIT_DIR.
+func (r *Repo) gitIn(ctx context.Context, dir, gitDir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, hostileConfig...), args...)...)
-	cmd.Dir = gitDir
+	cmd.Dir = dir
 	cmd.Env = append(gitEnv(os.Environ()), "GIT_DIR="+gitDir)
 	cmd.Env = append(cmd.Env, env...)
 	if stdin != nil {
