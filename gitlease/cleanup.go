@@ -36,6 +36,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	if !x.Lease.State.Settled() {
 		return nil, false, fmt.Errorf("lease %s is %s: cancel it or wait for it before cleaning up", x.Lease.ID, x.Lease.State)
 	}
+	if x.StartedElsewhere() {
+		return nil, false, x.startedElsewhere("clean it up")
+	}
 	if _, err := Signing(x.Repo, os.Stderr); err != nil {
 		return nil, false, err
 	}

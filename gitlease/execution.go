@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -79,6 +80,13 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 		files = map[string][]byte{}
 	}
 	files[recordFile] = next.marshal()
+	if from == New {
+		// The run directory marks the lease as started in this clone
+		// (StartedElsewhere), so it exists before the lease does.
+		if err := os.MkdirAll(x.RunDir(), 0o700); err != nil {
+			return err
+		}
+	}
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, logMessage(next.ID, from, to, next.Reason), extra...)
 	if err != nil {
 		return err

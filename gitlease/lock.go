@@ -3,6 +3,7 @@ package gitlease
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -34,6 +35,25 @@ func (x *Execution) Lock() (unlock func(), err error) {
 	}
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	return func() { f.Close() }, nil
+}
+
+// StartedElsewhere reports whether another clone started the lease, which
+// then came here with git lease fetch: its sandbox, runner and worktree
+// are there. A lease has a run directory, never pushed, in the clone that
+// started it from before its first log entry until its cleanup is
+// confirmed; one with neither here was started elsewhere.
+func (x *Execution) StartedElsewhere() bool {
+	if c := x.Lease.Cleanup; c != nil && c.State == CleanupConfirmed {
+		return false
+	}
+	_, err := os.Stat(x.RunDir())
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// startedElsewhere is the error for doing what only the clone that started
+// the lease can do.
+func (x *Execution) startedElsewhere(what string) error {
+	return fmt.Errorf("lease %s was started in another clone and came here with git lease fetch: %s there", x.Lease.ID, what)
 }
 
 // Busy reports whether a live process holds the lease's work lock.

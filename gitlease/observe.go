@@ -39,6 +39,9 @@ func Wait(ctx context.Context, x *Execution, timeout time.Duration) error {
 		if x.Lease.State.Settled() {
 			return nil
 		}
+		if x.StartedElsewhere() {
+			return x.startedElsewhere("wait for it")
+		}
 		if !x.Busy() {
 			gone, why := x.endpointGone(ctx)
 			if !gone && x.Lease.State != Provisioning {
@@ -100,6 +103,9 @@ func Cancel(ctx context.Context, x *Execution, grace time.Duration) error {
 	if x.Lease.State != Running && x.Lease.State != Provisioning {
 		return fmt.Errorf("lease %s is %s: only a running lease can be canceled", x.Lease.ID, x.Lease.State)
 	}
+	if x.StartedElsewhere() {
+		return x.startedElsewhere("cancel it")
+	}
 	sup, err := x.supervisorOf()
 	if err != nil {
 		return err
@@ -114,6 +120,9 @@ func Cancel(ctx context.Context, x *Execution, grace time.Duration) error {
 // Attach brings the lease's supervisor endpoint to the user (a Herdr pane
 // is focused); only the user's own git lease attach calls it.
 func Attach(ctx context.Context, x *Execution) error {
+	if x.StartedElsewhere() {
+		return x.startedElsewhere("attach to it")
+	}
 	sup, err := x.supervisorOf()
 	if err != nil {
 		return err
@@ -126,6 +135,9 @@ func Attach(ctx context.Context, x *Execution) error {
 func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error {
 	if x.Lease.State != Canceled {
 		return fmt.Errorf("lease %s is %s: collect --partial is for canceled leases", x.Lease.ID, x.Lease.State)
+	}
+	if x.StartedElsewhere() {
+		return x.startedElsewhere("collect it")
 	}
 	if _, err := Signing(x.Repo, progress); err != nil {
 		return err

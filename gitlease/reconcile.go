@@ -33,7 +33,7 @@ type ReconcileOptions struct {
 }
 
 // Reconcile repairs, by execution ID and with the resources each lease
-// already has, every lease whose process crashed: a lease whose work lock
+// already has, every lease started in this clone whose process crashed: a lease whose work lock
 // is free but whose state says someone is working on it. It never creates
 // a second sandbox, branch or worktree for a lease. Interrupted
 // provisioning and a vanished agent end failed (the worktree and the
@@ -55,7 +55,7 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	}
 	repairs := []Repair{}
 	for _, x := range all {
-		if x.Busy() {
+		if x.Busy() || x.StartedElsewhere() {
 			continue
 		}
 		action, err := x.reconcile(ctx, opts.Quick, progress)

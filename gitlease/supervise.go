@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/git-lease/git-lease/refs"
@@ -153,5 +152,8 @@ func (x *Execution) endpointGone(ctx context.Context) (gone bool, why string) {
 	if x.Lease.Supervisor.Supervisor == "herdr" {
 		return true, "its herdr pane " + x.Lease.Supervisor.PaneID + " is gone or runs another terminal (herdr restarted?)"
 	}
-	return true, strings.TrimSpace(fmt.Sprint(err))
+	if err != nil {
+		return true, err.Error()
+	}
+	return true, "its runner is not running"
 }

@@ -46,7 +46,7 @@ Example:
 					return err
 				}
 				for _, x := range all {
-					if x.Lease.State.Settled() && (x.Lease.Cleanup == nil || x.Lease.Cleanup.State != gitlease.CleanupConfirmed) {
+					if x.Lease.State.Settled() && (x.Lease.Cleanup == nil || x.Lease.Cleanup.State != gitlease.CleanupConfirmed) && !x.StartedElsewhere() {
 						leases = append(leases, x)
 					}
 				}

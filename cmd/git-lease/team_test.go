@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
@@ -207,5 +208,36 @@ func TestLocalGuardRefusesOtherWritesToLeaseLogs(t *testing.T) {
 	mustRun(t, mate, "hooks", "install", "--uninstall")
 	if b, _ := os.ReadFile(hook); string(b) != original {
 		t.Fatalf("uninstall did not restore the chained hook: %q", b)
+	}
+}
+
+// A lease pushed while it runs is the author's: in a teammate's clone,
+// reconcile (and so start) leaves it alone, and cancel, wait and cleanup
+// refuse it, so the teammate's log never diverges from the author's.
+func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
+	tm := newTeam(t)
+	running := startDetached(t, tm.author, "--", "sh", "-c", "sleep 60")
+	mustRun(t, tm.author, "push")
+	t.Cleanup(func() { runLease(t, tm.author, nil, "cancel", running) })
+	mate := tm.clone(t)
+	tips := refstest.Git(t, mate, "rev-parse", "refs/leases/"+running, "refs/leases/"+tm.id)
+	if out := mustRun(t, mate, "reconcile"); strings.Contains(out, running) {
+		t.Fatalf("reconcile in the teammate's clone touched the author's running lease:\n%s", out)
+	}
+	startLease(t, mate, "echo mine > bug.txt")
+	for _, args := range [][]string{{"cancel", running}, {"wait", running}, {"cleanup", tm.id}} {
+		out, err := runLease(t, mate, nil, args...)
+		if err == nil || !strings.Contains(out, "started in another clone") {
+			t.Errorf("git lease %s in the teammate's clone: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out := mustRun(t, mate, "cleanup", "--all"); strings.Contains(out, running) || strings.Contains(out, tm.id) {
+		t.Errorf("cleanup --all cleaned up the author's leases:\n%s", out)
+	}
+	if now := refstest.Git(t, mate, "rev-parse", "refs/leases/"+running, "refs/leases/"+tm.id); now != tips {
+		t.Fatalf("the teammate's clone wrote to the author's lease logs")
+	}
+	if l := record(t, tm.author, running); l.State != gitlease.Running {
+		t.Fatalf("the author's lease is %s", l.State)
 	}
 }
