@@ -79,6 +79,11 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		rev = "HEAD"
 	}
 	base, err := repo.ResolveCommit(rev)
+	if err != nil && opts.Base == "" {
+		if head, _ := repo.Ref("HEAD"); head.IsZero() {
+			return nil, errors.New("this repository has no commits yet: a lease starts from a commit, so commit something first")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
