@@ -9,13 +9,22 @@ import (
 
 // List loads every lease of the repository, newest first.
 func List(repo *refs.Repo) ([]*Execution, error) {
-	ids, err := repo.LeaseIDs()
+	return listWhere(repo, func(State) bool { return true })
+}
+
+// listWhere loads the leases whose log says they are in a state keep
+// accepts, newest first.
+func listWhere(repo *refs.Repo, keep func(State) bool) ([]*Execution, error) {
+	heads, err := repo.LogHeads()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Execution, 0, len(ids))
-	for _, id := range ids {
-		x, err := Load(repo, id)
+	out := make([]*Execution, 0, len(heads))
+	for _, h := range heads {
+		if !keep(State(h.State)) {
+			continue
+		}
+		x, err := LoadAt(repo, h.ID, h.Tip)
 		if err != nil {
 			return nil, err
 		}

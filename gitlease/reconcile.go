@@ -49,7 +49,9 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	if _, err := Signing(repo, progress); err != nil {
 		return nil, err
 	}
-	all, err := List(repo)
+	// Quick only looks at leases that were being worked on; it runs before
+	// every start, so it does not load the others.
+	all, err := listWhere(repo, func(s State) bool { return !opts.Quick || !s.Settled() })
 	if err != nil {
 		return nil, err
 	}

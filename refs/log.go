@@ -30,20 +30,45 @@ func (r *Repo) LogTip(id ID) (plumbing.Hash, error) {
 	return h, err
 }
 
-// LeaseIDs lists the IDs that have a log, sorted.
-func (r *Repo) LeaseIDs() ([]ID, error) {
-	refs, err := r.RefsWithPrefix("refs/leases/")
+// LogHead is the newest entry of a lease log, as listed by LogHeads.
+type LogHead struct {
+	ID  ID
+	Tip plumbing.Hash
+	// State is what the entry's Lease-State trailer says, read without
+	// the record: enough to pick which leases to load.
+	State string
+}
+
+// LogHeads lists every lease log's newest entry, sorted by ID, from one git
+// for-each-ref (go-git would scan packed-refs once per lease).
+func (r *Repo) LogHeads() ([]LogHead, error) {
+	out, err := r.Git(context.Background(), nil, "for-each-ref",
+		"--format=%(objectname) %(refname) %(trailers:key=Lease-State,valueonly,separator=%x2C)", "--", "refs/leases/")
 	if err != nil {
 		return nil, err
 	}
-	var ids []ID
-	for name := range refs {
-		if id, err := ParseID(strings.TrimPrefix(name, "refs/leases/")); err == nil {
-			ids = append(ids, id)
+	var heads []LogHead
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if id, err := ParseID(strings.TrimPrefix(f[1], "refs/leases/")); err == nil {
+			heads = append(heads, LogHead{ID: id, Tip: plumbing.NewHash(f[0]), State: f[2]})
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
+	sort.Slice(heads, func(i, j int) bool { return heads[i].ID < heads[j].ID })
+	return heads, nil
+}
+
+// LeaseIDs lists the IDs that have a log, sorted.
+func (r *Repo) LeaseIDs() ([]ID, error) {
+	heads, err := r.LogHeads()
+	ids := make([]ID, len(heads))
+	for i, h := range heads {
+		ids[i] = h.ID
+	}
+	return ids, err
 }
 
 // ResolveID resolves a full ID or a unique prefix of 4 or more characters

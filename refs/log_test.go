@@ -53,6 +53,32 @@ func TestAppendChainsCommitsAndKeepsEarlierFiles(t *testing.T) {
 	}
 }
 
+// LogHeads lists each log's tip and the state its newest entry's trailer
+// names, for loose and packed refs alike, and only lease logs.
+func TestLogHeads(t *testing.T) {
+	repo, dir := openTestRepo(t, map[string]string{"a": "1"})
+	ctx := context.Background()
+	a, b := refs.ID("0123456789ab"), refs.ID("ba9876543210")
+	tipA, err := repo.Append(ctx, a, plumbing.ZeroHash, map[string][]byte{"lease.json": []byte("1")}, "lease 0123456789ab: new -> running\n\nLease-ID: 0123456789ab\nLease-State: running\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refstest.Git(t, dir, "pack-refs", "--all")
+	tipB, err := repo.Append(ctx, b, plumbing.ZeroHash, map[string][]byte{"lease.json": []byte("2")}, "lease ba9876543210: review: note\n\nLease-State: review\nLease-Event: note\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refstest.Git(t, dir, "update-ref", "refs/leases/not-an-id", tipB.String())
+	heads, err := repo.LogHeads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []refs.LogHead{{ID: a, Tip: tipA, State: "running"}, {ID: b, Tip: tipB, State: "review"}}
+	if len(heads) != len(want) || heads[0] != want[0] || heads[1] != want[1] {
+		t.Fatalf("LogHeads = %+v, want %+v", heads, want)
+	}
+}
+
 func TestAppendFromStaleTipFailsAndChangesNothing(t *testing.T) {
 	repo, _ := openTestRepo(t, map[string]string{"a": "1"})
 	ctx := context.Background()
