@@ -166,7 +166,7 @@ func TestCrabboxCrashWhileTheAgentRuns(t *testing.T) {
 	checkBoxBound(t, l)
 	cmd.Process.Kill()
 	cmd.Wait()
-	waitWithin(t, "crabbox to die with git-lease", time.Second, func() bool { return len(processesWith("cbx_"+l.ID)) == 0 })
+	waitWithin(t, "crabbox to die with git-lease", 3*time.Second, func() bool { return len(processesWith("cbx_"+l.ID)) == 0 })
 	mustRun(t, dir, "reconcile")
 	checkConsistent(t, dir, "")
 	if l := onlyLease(t, dir); l.State != gitlease.Failed {
@@ -206,7 +206,7 @@ func TestCrabboxCrashDuringASlowCopyResumesFromTheBox(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	id := onlyLease(t, dir).ID
-	waitWithin(t, "crabbox cp to die with git-lease", time.Second, func() bool { return len(processesWith("cbx_"+id)) == 0 })
+	waitWithin(t, "crabbox cp to die with git-lease", 2*time.Second, func() bool { return len(processesWith("cbx_"+id)) == 0 })
 	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "")
 	resumed(t, dir)
 	if cps := calls(t, "cp"); len(cps) != 2 {
