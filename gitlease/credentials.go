@@ -192,14 +192,63 @@ func (x *Execution) removeCredentialFiles() (item CleanupItem, ok bool) {
 type redactor []credential
 
 func (r redactor) bytes(b []byte) []byte {
+	for _, s := range r.secrets() {
+		b = bytes.ReplaceAll(b, s.value, []byte("[credential "+s.name+"]"))
+	}
+	return b
+}
+
+// secret is a value redacted and looked for: a credential's value as is,
+// or without the white space around it (a key file's final newline).
+type secret struct {
+	name  string
+	value []byte
+}
+
+func (r redactor) secrets() []secret {
+	var out []secret
 	for _, c := range r {
 		for _, v := range [][]byte{c.value, bytes.TrimSpace(c.value)} {
 			if len(v) >= minRedacted {
-				b = bytes.ReplaceAll(b, v, []byte("[credential "+c.Name+"]"))
+				out = append(out, secret{c.Name, v})
 			}
 		}
 	}
-	return b
+	return out
+}
+
+// foundIn returns the name of a credential whose value rd holds, or "".
+// It reads rd in chunks, keeping enough of each to find a value that
+// spans two.
+func (r redactor) foundIn(rd io.Reader) (string, error) {
+	secrets := r.secrets()
+	longest := 0
+	for _, s := range secrets {
+		longest = max(longest, len(s.value))
+	}
+	if longest == 0 {
+		return "", nil
+	}
+	chunk := make([]byte, 64<<10)
+	var window []byte
+	for {
+		n, err := rd.Read(chunk)
+		window = append(window, chunk[:n]...)
+		for _, s := range secrets {
+			if bytes.Contains(window, s.value) {
+				return s.name, nil
+			}
+		}
+		if err == io.EOF {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if keep := longest - 1; len(window) > keep {
+			window = append(window[:0], window[len(window)-keep:]...)
+		}
+	}
 }
 
 // minRedacted is the shortest value redacted: replacing a shorter one

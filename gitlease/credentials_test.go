@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/git-lease/git-lease/refs"
@@ -149,4 +151,81 @@ func objectsContain(t *testing.T, dir, s string) bool {
 		t.Fatalf("no objects in %s", dir)
 	}
 	return bytes.Contains(out, []byte(s))
+}
+
+// TestCredentialInTheResultIsQuarantined is an agent that writes its
+// credentials into its work: in a file, past a 64 KiB read, in a symlink
+// target, in a file name and in a declared artifact. The result is
+// quarantined with a finding for each, and no git object of the
+// repository, the log included, holds either value.
+func TestCredentialInTheResultIsQuarantined(t *testing.T) {
+	token, key := randomSecret(t), randomSecret(t)
+	keyFile := filepath.Join(t.TempDir(), "key.txt")
+	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
+	t.Setenv("GITLEASE_TEST_TOKEN", token)
+	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	agent := `echo "TOKEN=$GITLEASE_TEST_TOKEN" > config.env
+head -c 65530 /dev/zero | tr '\0' x > big.txt; cat "$GITLEASE_TEST_KEY" >> big.txt
+ln -s "$GITLEASE_TEST_TOKEN" link
+echo harmless > "name-$GITLEASE_TEST_TOKEN"
+echo "report $GITLEASE_TEST_TOKEN" > report.txt
+echo clean > clean.txt
+`
+	var out bytes.Buffer
+	x, err := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"bash", "-c", agent},
+		Credentials: []string{"GITLEASE_TEST_TOKEN", "GITLEASE_TEST_KEY"}, Artifacts: []string{"report.txt"}, Output: &out})
+	if x == nil || x.Lease.State != Quarantined {
+		t.Fatalf("start: %v (want a quarantined lease)\n%s", err, out.String())
+	}
+	flagged := map[string]string{}
+	for _, f := range x.Lease.Findings {
+		if f.Rule == RuleCredential {
+			flagged[f.Path] = f.Detail
+		}
+	}
+	want := map[string]string{
+		"config.env": "GITLEASE_TEST_TOKEN", "big.txt": "GITLEASE_TEST_KEY", "link": "GITLEASE_TEST_TOKEN",
+		"name-[credential GITLEASE_TEST_TOKEN]": "GITLEASE_TEST_TOKEN", "report.txt": "GITLEASE_TEST_TOKEN",
+	}
+	for path, name := range want {
+		if flagged[path] != "holds the value of credential "+name {
+			t.Errorf("finding for %s: %q, want one naming %s", path, flagged[path], name)
+		}
+	}
+	if len(flagged) != len(want) {
+		t.Errorf("credential findings %v, want exactly %v", flagged, want)
+	}
+	if len(x.Lease.Result.Artifacts) != 0 || x.Lease.Result.Tree != "" {
+		t.Errorf("a quarantined result with credentials kept artifacts %v or a tree %s", x.Lease.Result.Artifacts, x.Lease.Result.Tree)
+	}
+	if branch, _ := repo.Ref(x.Lease.ID.BranchRef()); branch.String() != x.Lease.Base {
+		t.Errorf("the review branch moved to %s", branch)
+	}
+	for _, secret := range []string{token, key} {
+		if objectsContain(t, dir, secret) {
+			t.Fatalf("a credential value is in a git object of the repository")
+		}
+	}
+}
+
+// foundIn finds a value however the reads split it, its trimmed form too,
+// and nothing that is only a part of one.
+func TestRedactorFoundIn(t *testing.T) {
+	r := redactor{{CredentialRecord: CredentialRecord{Name: "KEY"}, value: []byte("s3cret-value\n")}, {CredentialRecord: CredentialRecord{Name: "TINY"}, value: []byte("abc")}}
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{strings.Repeat("x", 70000) + "s3cret-value" + strings.Repeat("y", 10), "KEY"},
+		{"key: s3cret-value", "KEY"},
+		{"s3cret-valu and abc", ""},
+		{"", ""},
+	} {
+		for _, rd := range []io.Reader{strings.NewReader(tc.in), iotest.OneByteReader(strings.NewReader(tc.in)), iotest.HalfReader(strings.NewReader(tc.in))} {
+			got, err := r.foundIn(rd)
+			if err != nil || got != tc.want {
+				t.Errorf("foundIn(%d bytes ending %q) = %q, %v; want %q", len(tc.in), tc.in[max(0, len(tc.in)-20):], got, err, tc.want)
+			}
+		}
+	}
 }

@@ -103,19 +103,30 @@ func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
 	if l.allow, err = trusted.leaseAllowlist(); err != nil {
 		return nil, fmt.Errorf("the lease's network allowlist: %w (your trusted policy changed since the lease started)", err)
 	}
+	if l.creds, err = x.readCredentials(trusted); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// readCredentials reads the values of the lease's recorded credentials
+// again, from the host as trusted policy names them, and fails if one no
+// longer matches its recorded fingerprint.
+func (x *Execution) readCredentials(trusted *Effective) ([]credential, error) {
 	trusted.Credentials = nil
 	for _, r := range x.Lease.Credentials {
 		trusted.Credentials = append(trusted.Credentials, r.Name)
 	}
-	if l.creds, err = trusted.resolveCredentials(); err != nil {
+	creds, err := trusted.resolveCredentials()
+	if err != nil {
 		return nil, err
 	}
-	for i, c := range l.creds {
+	for i, c := range creds {
 		if c.CredentialRecord != x.Lease.Credentials[i] {
 			return nil, fmt.Errorf("credential %s changed since the lease started (%s, now %s %s): start a new lease", c.Name, x.Lease.Credentials[i].Fingerprint, c.Kind, c.Fingerprint)
 		}
 	}
-	return l, nil
+	return creds, nil
 }
 
 // access is a running lease's network and credentials on the host: its

@@ -109,7 +109,7 @@ func (x *Execution) verifyBuilt(ctx context.Context, c *collected, progress io.W
 		return x.fail(ctx, err.Error(), err)
 	}
 	if len(findings) > 0 {
-		return x.quarantine(ctx, result, findings, nil, files, progress)
+		return x.quarantine(ctx, result, findings, nil, nil, files, progress)
 	}
 	files[resultFile] = result.marshal()
 	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {

@@ -38,6 +38,18 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	}
 	result := &Result{Base: x.Lease.Base, Checks: []CheckResult{}, Artifacts: artifacts, Manifest: []verify.FileChange{}}
 	findings := precheck(vp, d.Layout, entries)
+	// File contents are read only when precheck found nothing: it keeps
+	// oversize and special files from ever being read.
+	leaks, secrets, err := x.credentialLeaks(d, entries, len(findings) == 0)
+	if err != nil {
+		return x.fail(ctx, err.Error(), err)
+	}
+	findings = append(findings, leaks...)
+	if len(findings) > 0 && len(x.Lease.Credentials) > 0 {
+		// Artifacts are files of a delta that may hold a credential: a
+		// quarantined result of a lease with credentials keeps none.
+		files, result.Artifacts = map[string][]byte{}, []Artifact{}
+	}
 	var c *collected
 	if len(findings) == 0 {
 		if c, err = build(ctx, x.Repo, base, d, entries); err != nil {
@@ -56,7 +68,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		}
 	}
 	if len(findings) > 0 {
-		return x.quarantine(ctx, result, findings, entries, files, progress)
+		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
 	}
 	if reason := x.Lease.Agent.failure(); reason != "" {
 		result.Status = "failed"
@@ -110,12 +122,17 @@ func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) erro
 // quarantine records a result that broke the rules: the findings (in the
 // record and in findings.json, so that git lease findings lists them), the
 // manifest and patch when they could be computed, else a listing of the
-// delta, and the artifacts. The review branch is not moved.
-func (x *Execution) quarantine(ctx context.Context, result *Result, findings []verify.Finding, entries []sandbox.Entry, files map[string][]byte, progress io.Writer) error {
+// delta, and the artifacts. The lease's credential values (secrets) are
+// redacted from the listing and the findings. The review branch is not
+// moved.
+func (x *Execution) quarantine(ctx context.Context, result *Result, findings []verify.Finding, entries []sandbox.Entry, secrets redactor, files map[string][]byte, progress io.Writer) error {
 	result.Status = "quarantined"
 	if result.Summary == "" {
 		result.Summary = fmt.Sprintf("rejected before collection: %d entries in the delta", len(entries))
-		files[deltaFile] = listDelta(entries)
+		files[deltaFile] = secrets.bytes(listDelta(entries))
+	}
+	for i := range findings {
+		findings[i].Path, findings[i].Detail = secrets.string(findings[i].Path), secrets.string(findings[i].Detail)
 	}
 	files[resultFile] = result.marshal()
 	all := append(append([]verify.Finding{}, x.Lease.Findings...), findings...)
