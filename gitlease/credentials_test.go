@@ -31,18 +31,26 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// credentialRepo is a sandbox repository whose trusted policy allows two
+// random credentials: GITLEASE_TEST_TOKEN in the environment (token) and
+// GITLEASE_TEST_KEY in a file (key and a newline).
+func credentialRepo(t *testing.T) (repo *refs.Repo, dir, token, key string) {
+	token, key = randomSecret(t), randomSecret(t)
+	keyFile := filepath.Join(t.TempDir(), "key.txt")
+	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
+	t.Setenv("GITLEASE_TEST_TOKEN", token)
+	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
+	repo, dir = sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	return repo, dir, token, key
+}
+
 // TestSandboxCredentialReachesOnlyItsLease gives one lease a credential in
 // an environment variable and one in a file, while a second lease runs
 // beside it: only the first agent sees them, neither value reaches the
 // log or the pushed refs (the first agent even prints them), and the file
 // is gone when the agent ends and after cleanup, which lists it.
 func TestSandboxCredentialReachesOnlyItsLease(t *testing.T) {
-	token, key := randomSecret(t), randomSecret(t)
-	keyFile := filepath.Join(t.TempDir(), "key.txt")
-	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
-	t.Setenv("GITLEASE_TEST_TOKEN", token)
-	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	repo, dir, token, key := credentialRepo(t)
 
 	first := `printf %s "$GITLEASE_TEST_TOKEN" | sha256sum; tr -d '\n' < "$GITLEASE_TEST_KEY" | sha256sum
 echo "by accident: $GITLEASE_TEST_TOKEN $(cat "$GITLEASE_TEST_KEY")"
@@ -159,12 +167,7 @@ func objectsContain(t *testing.T, dir, s string) bool {
 // quarantined with a finding for each, and no git object of the
 // repository, the log included, holds either value.
 func TestCredentialInTheResultIsQuarantined(t *testing.T) {
-	token, key := randomSecret(t), randomSecret(t)
-	keyFile := filepath.Join(t.TempDir(), "key.txt")
-	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
-	t.Setenv("GITLEASE_TEST_TOKEN", token)
-	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	repo, dir, token, key := credentialRepo(t)
 	agent := `echo "TOKEN=$GITLEASE_TEST_TOKEN" > config.env
 head -c 65530 /dev/zero | tr '\0' x > big.txt; cat "$GITLEASE_TEST_KEY" >> big.txt
 ln -s "$GITLEASE_TEST_TOKEN" link
