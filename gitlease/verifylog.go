@@ -163,7 +163,8 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 }
 
 // verifyResultObjects checks the patch digest, the manifest file, the
-// result commit and that base → result tree is exactly the manifest.
+// result commit and that base → result tree is exactly the manifest (the
+// last two where the objects are: see below).
 func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem func(string, ...any)) {
 	r := l.Result
 	patch, err := repo.ReadFile(tip, patchFile, maxPatch)
@@ -179,6 +180,12 @@ func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem f
 	}
 	if err != nil {
 		problem("%s: %v", manifestFile, err)
+	}
+	if l.State == Quarantined && !repo.HasObject(plumbing.NewHash(r.Commit)) {
+		// No ref reaches a quarantined result's commit, so it is never
+		// pushed: a clone that fetched the lease has its patch and manifest
+		// (checked above) but not its objects, and nothing can apply it.
+		return
 	}
 	c, err := repo.Commit(plumbing.NewHash(r.Commit))
 	if err != nil || c.TreeHash.String() != r.Tree || len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base {

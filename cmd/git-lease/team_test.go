@@ -241,3 +241,30 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 		t.Fatalf("the author's lease is %s", l.State)
 	}
 }
+
+// A quarantined result whose tree was built (a case collision is found on
+// the built tree) has a result commit that no pushed ref reaches: the
+// server takes the lease, and the teammate's verify passes on the patch
+// and manifest it has.
+func TestAQuarantinedLeaseTravelsAndVerifies(t *testing.T) {
+	tm := newTeam(t)
+	writeFile(t, filepath.Join(tm.author, "README"), "read me\n", 0o644)
+	refstest.Git(t, tm.author, "add", "README")
+	refstest.Git(t, tm.author, "commit", "-q", "-m", "readme")
+	out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", "echo x > readme")
+	lines := nonEmpty(out)
+	id := strings.TrimSpace(lines[len(lines)-2])
+	if err == nil || !strings.Contains(out, "case-collision") {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if l := record(t, tm.author, id); l.State != gitlease.Quarantined || l.Result.Tree == "" {
+		t.Fatalf("lease %s is %s with result tree %q, want quarantined with a built tree", id, l.State, l.Result.Tree)
+	}
+	if out := mustRun(t, tm.author, "push"); !strings.Contains(out, "lease "+id+": pushed") {
+		t.Fatalf("push:\n%s", out)
+	}
+	mate := tm.clone(t)
+	if out := mustRun(t, mate, "verify", id, "--allowed-signers", tm.signers); !strings.Contains(out, "lease "+id+": ok") {
+		t.Fatalf("verify in the teammate's clone:\n%s", out)
+	}
+}
