@@ -54,6 +54,12 @@ func checkMove(from, to State) error {
 	return nil
 }
 
+// holdsResult reports whether a lease in this state has its review branch
+// at its result commit: it reached review.
+func (s State) holdsResult() bool {
+	return s == Review || s == Applied || s == Rejected
+}
+
 // Settled reports whether the lifecycle has ended (no process works on it).
 func (s State) Settled() bool {
 	switch s {

@@ -154,7 +154,7 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 		verifyResultObjects(repo, tip, l, problem)
 	}
 	wantBranch := l.Base
-	if l.State == Review || l.State == Applied || l.State == Rejected {
+	if l.State.holdsResult() {
 		wantBranch = l.Result.Commit
 	}
 	if branch.String() != wantBranch && !branch.IsZero() {
@@ -181,10 +181,11 @@ func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem f
 	if err != nil {
 		problem("%s: %v", manifestFile, err)
 	}
-	if l.State == Quarantined && !repo.HasObject(plumbing.NewHash(r.Commit)) {
-		// No ref reaches a quarantined result's commit, so it is never
-		// pushed: a clone that fetched the lease has its patch and manifest
-		// (checked above) but not its objects, and nothing can apply it.
+	if !l.State.holdsResult() && !repo.HasObject(plumbing.NewHash(r.Commit)) {
+		// No ref reaches the result commit of a lease that failed or was
+		// quarantined, so it is never pushed: a clone that fetched the
+		// lease has its patch and manifest (checked above) but not its
+		// objects, and nothing can apply it.
 		return
 	}
 	c, err := repo.Commit(plumbing.NewHash(r.Commit))

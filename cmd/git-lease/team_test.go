@@ -242,29 +242,36 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	}
 }
 
-// A quarantined result whose tree was built (a case collision is found on
-// the built tree) has a result commit that no pushed ref reaches: the
-// server takes the lease, and the teammate's verify passes on the patch
-// and manifest it has.
-func TestAQuarantinedLeaseTravelsAndVerifies(t *testing.T) {
+// A result that never reached review has a commit that no pushed ref
+// reaches: a quarantined one whose tree was built (a case collision is
+// found on the built tree) and a failed agent's. The server takes such
+// leases, and a teammate's verify passes on the patch and manifest the
+// log carries.
+func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 	tm := newTeam(t)
 	writeFile(t, filepath.Join(tm.author, "README"), "read me\n", 0o644)
 	refstest.Git(t, tm.author, "add", "README")
 	refstest.Git(t, tm.author, "commit", "-q", "-m", "readme")
-	out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", "echo x > readme")
-	lines := nonEmpty(out)
-	id := strings.TrimSpace(lines[len(lines)-2])
-	if err == nil || !strings.Contains(out, "case-collision") {
-		t.Fatalf("start: %v\n%s", err, out)
+	var ids []string
+	for _, tc := range []struct {
+		script string
+		state  gitlease.State
+	}{{"echo x > readme", gitlease.Quarantined}, {"echo half > half.txt; exit 3", gitlease.Failed}} {
+		out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", tc.script)
+		lines := nonEmpty(out)
+		id := strings.TrimSpace(lines[len(lines)-2])
+		if l := record(t, tm.author, id); err == nil || l.State != tc.state || l.Result == nil || l.Result.Tree == "" {
+			t.Fatalf("start %q: %v\n%s\nwant a %s lease with a built result", tc.script, err, out, tc.state)
+		}
+		ids = append(ids, id)
 	}
-	if l := record(t, tm.author, id); l.State != gitlease.Quarantined || l.Result.Tree == "" {
-		t.Fatalf("lease %s is %s with result tree %q, want quarantined with a built tree", id, l.State, l.Result.Tree)
-	}
-	if out := mustRun(t, tm.author, "push"); !strings.Contains(out, "lease "+id+": pushed") {
+	if out := mustRun(t, tm.author, "push"); !strings.Contains(out, "lease "+ids[0]+": pushed") || !strings.Contains(out, "lease "+ids[1]+": pushed") {
 		t.Fatalf("push:\n%s", out)
 	}
 	mate := tm.clone(t)
-	if out := mustRun(t, mate, "verify", id, "--allowed-signers", tm.signers); !strings.Contains(out, "lease "+id+": ok") {
-		t.Fatalf("verify in the teammate's clone:\n%s", out)
+	for _, id := range ids {
+		if out := mustRun(t, mate, "verify", id, "--allowed-signers", tm.signers); !strings.Contains(out, "lease "+id+": ok") {
+			t.Fatalf("verify in the teammate's clone:\n%s", out)
+		}
 	}
 }
