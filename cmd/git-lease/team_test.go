@@ -245,8 +245,8 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 // A result that never reached review has a commit that no pushed ref
 // reaches: a quarantined one whose tree was built (a case collision is
 // found on the built tree) and a failed agent's. The server takes such
-// leases, and a teammate's verify passes on the patch and manifest the
-// log carries.
+// leases, and a teammate's verify and review pass on the patch and
+// manifest the log carries.
 func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 	tm := newTeam(t)
 	writeFile(t, filepath.Join(tm.author, "README"), "read me\n", 0o644)
@@ -272,6 +272,9 @@ func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 	for _, id := range ids {
 		if out := mustRun(t, mate, "verify", id, "--allowed-signers", tm.signers); !strings.Contains(out, "lease "+id+": ok") {
 			t.Fatalf("verify in the teammate's clone:\n%s", out)
+		}
+		if out := mustRun(t, mate, "review", id); !strings.Contains(out, "checked: no result commit here") {
+			t.Fatalf("review in the teammate's clone:\n%s", out)
 		}
 	}
 }
