@@ -136,4 +136,9 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := refs.Open(dir); err == nil || !strings.Contains(err.Error(), "cannot read this repository") {
 		t.Errorf("worktreeConfig: %v", err)
 	}
+	sha256 := t.TempDir()
+	refstest.Git(t, sha256, "init", "-q", "--object-format=sha256")
+	if _, err := refs.Open(sha256); err == nil || !strings.Contains(err.Error(), "works on SHA-1 repositories") {
+		t.Errorf("sha256: %v", err)
+	}
 }

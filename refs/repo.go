@@ -102,6 +102,9 @@ func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
 	if err != nil {
 		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||
 			errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion) {
+			if strings.Contains(strings.ToLower(err.Error()), "objectformat") {
+				return errors.New("cannot read this repository: git-lease works on SHA-1 repositories, and this one uses another object format (extensions.objectFormat)")
+			}
 			return fmt.Errorf("cannot read this repository (%v): remove the extension or use a clone without it", err)
 		}
 		return fmt.Errorf("open repository %s: %w", r.CommonDir, err)
