@@ -138,7 +138,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 	sha256 := t.TempDir()
 	refstest.Git(t, sha256, "init", "-q", "--object-format=sha256")
-	if _, err := refs.Open(sha256); err == nil || !strings.Contains(err.Error(), "works on SHA-1 repositories") {
+	if _, err := refs.Open(sha256); err == nil || !strings.Contains(err.Error(), "works on SHA-1 repositories, and this one uses sha256") {
 		t.Errorf("sha256: %v", err)
+	}
+	sha1 := refstest.Repo(t, map[string]string{"a": "1"})
+	refstest.Git(t, sha1, "config", "core.repositoryformatversion", "1")
+	refstest.Git(t, sha1, "config", "extensions.objectFormat", "sha1")
+	if _, err := refs.Open(sha1); err == nil || !strings.Contains(err.Error(), "remove the extension") {
+		t.Errorf("an explicit sha1 object format: %v", err)
 	}
 }

@@ -102,8 +102,11 @@ func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
 	if err != nil {
 		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||
 			errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion) {
-			if strings.Contains(strings.ToLower(err.Error()), "objectformat") {
-				return errors.New("cannot read this repository: git-lease works on SHA-1 repositories, and this one uses another object format (extensions.objectFormat)")
+			// go-git knows no extensions.objectFormat, even one that says
+			// sha1 (the default, which may be removed).
+			format, _ := r.Git(context.Background(), nil, "config", "--get", "extensions.objectformat")
+			if f := strings.ToLower(string(bytes.TrimSpace(format))); f != "" && f != "sha1" {
+				return fmt.Errorf("cannot read this repository: git-lease works on SHA-1 repositories, and this one uses %s", f)
 			}
 			return fmt.Errorf("cannot read this repository (%v): remove the extension or use a clone without it", err)
 		}
