@@ -165,7 +165,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 			return x, x.fail(ctx, err.Error(), err)
 		}
 	}
-	if err := x.prepare(ctx, provider); err != nil {
+	if err := x.prepare(ctx, provider, progress); err != nil {
 		return x, err
 	}
 	if sup, err = supervisorFor(repo, sup.Name(), x.RunDir()); err != nil {
@@ -307,13 +307,22 @@ func (x *Execution) spec() sandbox.Spec {
 }
 
 // prepare adds the review worktree and creates the sandbox: the part of
-// provisioning done by the command that starts the lease.
-func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider) error {
+// provisioning done by the command that starts the lease. Exporting the
+// base's files (for bwrap, once per base tree; for Crabbox, the seed of
+// each box) is the one step that takes long, seconds for a large tree, so
+// it says so.
+func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider, progress io.Writer) error {
 	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
 		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
 	}
 	fault("start:worktree")
-	if err := provider.Create(ctx, x.spec()); err != nil {
+	spec := x.spec()
+	export := spec.ExportBase
+	spec.ExportBase = func(dir string) error {
+		fmt.Fprintf(progress, "lease %s: exporting the files of base tree %s\n", x.Lease.ID, spec.BaseTree[:12])
+		return export(dir)
+	}
+	if err := provider.Create(ctx, spec); err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
 	return nil
