@@ -235,3 +235,19 @@ func TestConcurrentLeasesOnOneBaseAreIsolated(t *testing.T) {
 		t.Fatalf("both leases should have their own delta: %v", seen)
 	}
 }
+
+// A lease in review keeps its sandbox directory until cleanup. The kernel
+// makes the overlay's work/work with mode 000; once the agent has ended it
+// is opened up, so that removing the repository (rm -rf, or a test's
+// temporary directory, as an unprivileged user) does not fail on it.
+func TestEndedSandboxCanBeRemovedByItsOwner(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"gone.txt": "g", "kept.txt": "k"}, "")
+	x := reviewLease(t, repo, "rm gone.txt; mv kept.txt moved.txt")
+	info, err := os.Stat(filepath.Join(x.RunDir(), "sandbox", "work", "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm()&0o700 != 0o700 {
+		t.Fatalf("work/work has mode %v after the agent ended", info.Mode().Perm())
+	}
+}

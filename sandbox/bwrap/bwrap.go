@@ -193,7 +193,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
-	return &process{Proc: proc, counters: openCounters(first)}, nil
+	return &process{Proc: proc, counters: openCounters(first), work: d.work}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to
