@@ -57,7 +57,7 @@ func (Provider) Check() error {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		return fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap), or use --mode trusted_local knowingly", sandbox.ErrUnavailable)
 	}
-	return checkUserNamespaces()
+	return checkUserNamespaces("/proc/sys", os.Getuid())
 }
 
 // Create exports the base (once per tree) and makes the lease's overlay
@@ -82,13 +82,22 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	return nil
 }
 
-// checkUserNamespaces explains the usual reasons a user namespace is refused.
-func checkUserNamespaces() error {
-	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" && os.Getuid() != 0 {
-		return fmt.Errorf("%w: unprivileged user namespaces are disabled (enable them with: sudo sysctl kernel.unprivileged_userns_clone=1)", sandbox.ErrUnavailable)
+// checkUserNamespaces explains the usual reasons a user namespace is
+// refused, from the sysctls under procSys, for the user uid.
+func checkUserNamespaces(procSys string, uid int) error {
+	set := func(name, value string) bool {
+		b, err := os.ReadFile(filepath.Join(procSys, name))
+		return err == nil && strings.TrimSpace(string(b)) == value
 	}
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+	switch {
+	case uid != 0 && set("kernel/unprivileged_userns_clone", "0"):
+		return fmt.Errorf("%w: unprivileged user namespaces are disabled (enable them with: sudo sysctl kernel.unprivileged_userns_clone=1)", sandbox.ErrUnavailable)
+	case set("user/max_user_namespaces", "0"):
 		return fmt.Errorf("%w: user namespaces are disabled (enable them with: sudo sysctl user.max_user_namespaces=15000)", sandbox.ErrUnavailable)
+	case uid != 0 && set("kernel/apparmor_restrict_unprivileged_userns", "1"):
+		// Ubuntu 23.10 and later: an unconfined program's user namespace
+		// has no capabilities, so the overlay cannot be mounted.
+		return fmt.Errorf("%w: AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1), and the sandbox needs one: give git-lease an AppArmor profile that allows userns (see the README), or lift the restriction with: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0", sandbox.ErrUnavailable)
 	}
 	return nil
 }
