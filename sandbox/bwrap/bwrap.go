@@ -57,7 +57,7 @@ func (Provider) Check() error {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		return fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap), or use --mode trusted_local knowingly", sandbox.ErrUnavailable)
 	}
-	return checkUserNamespaces("/proc/sys", os.Getuid())
+	return checkUserNamespaces("/proc", os.Getuid())
 }
 
 // Create exports the base (once per tree) and makes the lease's overlay
@@ -83,20 +83,21 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 }
 
 // checkUserNamespaces explains the usual reasons a user namespace is
-// refused, from the sysctls under procSys, for the user uid.
-func checkUserNamespaces(procSys string, uid int) error {
-	set := func(name, value string) bool {
-		b, err := os.ReadFile(filepath.Join(procSys, name))
+// refused, from the files under proc (/proc), for the user uid.
+func checkUserNamespaces(proc string, uid int) error {
+	is := func(name, value string) bool {
+		b, err := os.ReadFile(filepath.Join(proc, name))
 		return err == nil && strings.TrimSpace(string(b)) == value
 	}
 	switch {
-	case uid != 0 && set("kernel/unprivileged_userns_clone", "0"):
+	case uid != 0 && is("sys/kernel/unprivileged_userns_clone", "0"):
 		return fmt.Errorf("%w: unprivileged user namespaces are disabled (enable them with: sudo sysctl kernel.unprivileged_userns_clone=1)", sandbox.ErrUnavailable)
-	case set("user/max_user_namespaces", "0"):
+	case is("sys/user/max_user_namespaces", "0"):
 		return fmt.Errorf("%w: user namespaces are disabled (enable them with: sudo sysctl user.max_user_namespaces=15000)", sandbox.ErrUnavailable)
-	case uid != 0 && set("kernel/apparmor_restrict_unprivileged_userns", "1"):
-		// Ubuntu 23.10 and later: an unconfined program's user namespace
-		// has no capabilities, so the overlay cannot be mounted.
+	case uid != 0 && is("sys/kernel/apparmor_restrict_unprivileged_userns", "1") && is("self/attr/apparmor/current", "unconfined"):
+		// Ubuntu 23.10 and later: the user namespace of a program that no
+		// AppArmor profile allows one has no capabilities, so the overlay
+		// cannot be mounted. A profile for git-lease shows in its label.
 		return fmt.Errorf("%w: AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1), and the sandbox needs one: give git-lease an AppArmor profile that allows userns (see the README), or lift the restriction with: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0", sandbox.ErrUnavailable)
 	}
 	return nil

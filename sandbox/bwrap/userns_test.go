@@ -11,35 +11,41 @@ import (
 )
 
 // Each sysctl that refuses the sandbox its user namespace is named, with
-// the command that lifts it; root is refused only by max_user_namespaces.
+// the command that lifts it; root is refused only by max_user_namespaces,
+// and Ubuntu's AppArmor restriction only an unconfined git-lease (a
+// profile for it may allow user namespaces).
 func TestUserNamespaceRefusals(t *testing.T) {
+	const label = "self/attr/apparmor/current"
 	for _, tc := range []struct {
-		sysctl, value string
-		uid           int
-		want          string
+		files map[string]string
+		uid   int
+		want  string
 	}{
-		{"kernel/unprivileged_userns_clone", "0", 1000, "kernel.unprivileged_userns_clone=1"},
-		{"kernel/unprivileged_userns_clone", "0", 0, ""},
-		{"kernel/unprivileged_userns_clone", "1", 1000, ""},
-		{"user/max_user_namespaces", "0", 0, "user.max_user_namespaces=15000"},
-		{"kernel/apparmor_restrict_unprivileged_userns", "1", 1000, "kernel.apparmor_restrict_unprivileged_userns=0"},
-		{"kernel/apparmor_restrict_unprivileged_userns", "1", 0, ""},
-		{"kernel/apparmor_restrict_unprivileged_userns", "0", 1000, ""},
+		{map[string]string{"sys/kernel/unprivileged_userns_clone": "0"}, 1000, "kernel.unprivileged_userns_clone=1"},
+		{map[string]string{"sys/kernel/unprivileged_userns_clone": "0"}, 0, ""},
+		{map[string]string{"sys/kernel/unprivileged_userns_clone": "1"}, 1000, ""},
+		{map[string]string{"sys/user/max_user_namespaces": "0"}, 0, "user.max_user_namespaces=15000"},
+		{map[string]string{"sys/kernel/apparmor_restrict_unprivileged_userns": "1", label: "unconfined"}, 1000, "kernel.apparmor_restrict_unprivileged_userns=0"},
+		{map[string]string{"sys/kernel/apparmor_restrict_unprivileged_userns": "1", label: "git-lease (unconfined)"}, 1000, ""},
+		{map[string]string{"sys/kernel/apparmor_restrict_unprivileged_userns": "1", label: "unconfined"}, 0, ""},
+		{map[string]string{"sys/kernel/apparmor_restrict_unprivileged_userns": "0", label: "unconfined"}, 1000, ""},
 	} {
 		dir := t.TempDir()
-		path := filepath.Join(dir, tc.sysctl)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(tc.value+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+		for name, value := range tc.files {
+			path := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(value+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		err := checkUserNamespaces(dir, tc.uid)
 		switch {
 		case tc.want == "" && err != nil:
-			t.Errorf("%s = %s for uid %d: %v", tc.sysctl, tc.value, tc.uid, err)
+			t.Errorf("%v for uid %d: %v", tc.files, tc.uid, err)
 		case tc.want != "" && (!errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s = %s for uid %d: %v, want an error naming %s", tc.sysctl, tc.value, tc.uid, err, tc.want)
+			t.Errorf("%v for uid %d: %v, want an error naming %s", tc.files, tc.uid, err, tc.want)
 		}
 	}
 }
