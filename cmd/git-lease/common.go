@@ -37,9 +37,15 @@ type leaseJSON struct {
 	*gitlease.Lease
 	Worktree string `json:"worktree"`
 	Log      string `json:"log"`
+	// StartedElsewhere marks a lease that came with git lease fetch from
+	// the clone that runs it (its worktree is then "").
+	StartedElsewhere bool `json:"started_elsewhere,omitempty"`
 }
 
 func toJSON(x *gitlease.Execution) leaseJSON {
+	if x.StartedElsewhere() {
+		return leaseJSON{Lease: x.Lease, Log: x.Tip.String(), StartedElsewhere: true}
+	}
 	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String()}
 }
 

@@ -65,6 +65,9 @@ func runLs(mission, remote string, asJSON bool) error {
 		if l.Cleanup != nil && l.Cleanup.State == gitlease.CleanupFailed {
 			summary += " (cleanup FAILED)"
 		}
+		if l.StartedElsewhere && remote == "" {
+			summary += " (started in another clone)"
+		}
 		mission := l.Mission
 		if mission == "" {
 			mission = "-"

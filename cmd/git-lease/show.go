@@ -87,7 +87,11 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		}
 	}
 	fmt.Fprintf(w, "branch:   %s\n", l.Branch)
-	fmt.Fprintf(w, "worktree: %s\n", x.Worktree())
+	if x.StartedElsewhere() {
+		fmt.Fprintf(w, "worktree: none here: started in another clone (fetched); its runner, sandbox and worktree are there\n")
+	} else {
+		fmt.Fprintf(w, "worktree: %s\n", x.Worktree())
+	}
 	if l.Mission != "" {
 		fmt.Fprintf(w, "mission:  %s\n", l.Mission)
 	}
