@@ -81,9 +81,12 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 	}
 	files[recordFile] = next.marshal()
 	if from == New {
-		// The run directory marks the lease as started in this clone
-		// (StartedElsewhere), so it exists before the lease does.
+		// Marked as started in this clone (StartedElsewhere) before the
+		// lease exists.
 		if err := os.MkdirAll(x.RunDir(), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(x.RunDir(), startedMarker), nil, 0o600); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package gitlease
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -37,17 +36,27 @@ func (x *Execution) Lock() (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
+// startedMarker, in a lease's run directory, says that this clone started
+// the lease: Move writes it with the lease's first log entry. Commands that
+// take a fetched lease's work lock (apply, reject) make the directory but
+// never the marker.
+const startedMarker = "started"
+
 // StartedElsewhere reports whether another clone started the lease, which
 // then came here with git lease fetch: its sandbox, runner and worktree
-// are there. A lease has a run directory, never pushed, in the clone that
-// started it from before its first log entry until its cleanup is
-// confirmed; one with neither here was started elsewhere.
+// are there. The run directory, never pushed, holds the started marker in
+// the clone that started the lease until its cleanup is confirmed. (A lease
+// started before the marker existed has its agent's output file there.)
 func (x *Execution) StartedElsewhere() bool {
 	if c := x.Lease.Cleanup; c != nil && c.State == CleanupConfirmed {
 		return false
 	}
-	_, err := os.Stat(x.RunDir())
-	return errors.Is(err, fs.ErrNotExist)
+	for _, name := range []string{startedMarker, "agent.log"} {
+		if _, err := os.Lstat(filepath.Join(x.RunDir(), name)); err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // startedElsewhere is the error for doing what only the clone that started

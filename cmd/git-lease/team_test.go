@@ -240,6 +240,12 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	if l := record(t, tm.author, running); l.State != gitlease.Running {
 		t.Fatalf("the author's lease is %s", l.State)
 	}
+	// Rejecting the author's lease here, an explicit act, takes its work
+	// lock (which makes its run directory): it is still the author's.
+	mustRun(t, mate, "reject", tm.id)
+	if out, err := runLease(t, mate, nil, "cleanup", tm.id); err == nil || !strings.Contains(out, "started in another clone") {
+		t.Errorf("cleanup of the author's rejected lease in the teammate's clone: %v\n%s", err, out)
+	}
 }
 
 // A result that never reached review has a commit that no pushed ref
