@@ -59,15 +59,15 @@ func Agents(repo *refs.Repo, names ...string) ([]AgentInfo, error) {
 // sandboxed lease, on the sandbox's PATH and visible inside (in a system
 // directory or a read-only path); otherwise on the user's PATH.
 func findAgent(program string, readOnly []string, sandboxed bool) (string, error) {
+	if !filepath.IsAbs(program) && strings.Contains(program, "/") {
+		return program, nil // in the lease's own tree: it is there or not when the agent starts
+	}
 	if !sandboxed {
 		path, err := exec.LookPath(program)
 		if err != nil {
 			return "", fmt.Errorf("agent program %s is not installed (not on your PATH)", program)
 		}
 		return path, nil
-	}
-	if !filepath.IsAbs(program) && strings.Contains(program, "/") {
-		return program, nil // in the lease's own tree: it is there or not when the agent starts
 	}
 	candidates := []string{program}
 	if !strings.Contains(program, "/") {
@@ -84,5 +84,5 @@ func findAgent(program string, readOnly []string, sandboxed bool) (string, error
 	if path, err := exec.LookPath(program); err == nil {
 		return "", fmt.Errorf("agent program %s is installed at %s, which a sandboxed lease cannot see: install it system-wide (under /usr/local or /opt), or add its directory to the preset's read_only in trusted policy", program, path)
 	}
-	return "", fmt.Errorf("agent program %s is not installed (a sandboxed lease looks in %s and the preset's read_only paths)", program, bwrap.AgentPATH)
+	return "", fmt.Errorf("agent program %s is not installed (a sandboxed lease looks in %s and policy's read_only paths)", program, bwrap.AgentPATH)
 }

@@ -27,9 +27,6 @@ func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string,
 		if p.takesPrompt() && opts.Prompt == "" {
 			return nil, nil, fmt.Errorf("agent %s needs a prompt: give it with --prompt TEXT or --prompt-file FILE", p.Name)
 		}
-		if _, err := findAgent(p.Command[0], eff.ReadOnly, sandboxed); err != nil {
-			return nil, nil, err
-		}
 		command = p.Command
 	}
 	if !sandboxed {

@@ -117,6 +117,13 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err != nil {
 		return nil, err
 	}
+	// The agent's program must be where the lease will run it; a provider
+	// that collects the delta from elsewhere (a Crabbox box) runs it there.
+	if _, remote := provider.(sandbox.Collector); !remote {
+		if _, err := findAgent(command[0], policy.ReadOnly, provider.Sandboxed()); err != nil {
+			return nil, err
+		}
+	}
 	sup, err := supervisorFor(repo, opts.Supervisor, "")
 	if err != nil {
 		return nil, err
