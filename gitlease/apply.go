@@ -194,7 +194,7 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		if interruptedApply(x.Repo) {
 			return false, fmt.Errorf("%s is checked out here, and an interrupted git lease apply has not updated it yet: run git lease reconcile", strings.TrimPrefix(target, "refs/heads/"))
 		}
-		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first", strings.TrimPrefix(target, "refs/heads/"))
+		return false, fmt.Errorf("%s is checked out here and has uncommitted changes: commit or stash them first%s", strings.TrimPrefix(target, "refs/heads/"), x.snapshotHint())
 	}
 	// The dry run works on a copy of the index, so that it never holds the
 	// checkout's index lock while one of your own git commands may want it.
@@ -212,9 +212,18 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 	}
 	dry := append(env, "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
 	if _, err := x.Repo.GitAt(ctx, x.Repo.GitDir, dry, nil, "read-tree", "-m", "-u", "-n", from.String(), to.String()); err != nil {
-		return false, fmt.Errorf("applying would overwrite files in your checkout: %w", err)
+		return false, fmt.Errorf("applying would overwrite files in your checkout: %w%s", err, x.snapshotHint())
 	}
 	return true, nil
+}
+
+// snapshotHint explains why a --snapshot lease meets the uncommitted
+// changes it was started from: its result holds them, committed.
+func (x *Execution) snapshotHint() string {
+	if x.Lease.SnapshotOf == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (lease %s started from a snapshot of your uncommitted changes, and its result commits them: set them aside with git stash -u, apply, and drop the stash if the result has them all; or apply --onto a branch that is not checked out)", x.Lease.ID.Short())
 }
 
 // applyCheckoutMarker, in a lease's run directory, names the checkout an
