@@ -27,11 +27,9 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	// The stand-ins are built next to git-lease; Crabbox's as crabbox.
-	for name, pkg := range map[string]string{"git-lease": ".", "herdr-standin": "../../testdata/herdr-standin", "crabbox": "../../testdata/crabbox-standin"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+	for name, pkg := range map[string]string{"git-lease": "./cmd/git-lease", "herdr-standin": "./testdata/herdr-standin", "crabbox": "./testdata/crabbox-standin"} {
+		if _, err := refstest.Build(dir, name, pkg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}

@@ -1,8 +1,10 @@
 // Package refstest makes real git repositories for tests, with pinned
-// identities and dates so that every hash is stable.
+// identities and dates so that every hash is stable, and builds the
+// programs tests run (git-lease and the stand-ins in testdata).
 package refstest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,4 +73,20 @@ func Write(t testing.TB, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Build builds the Go program at pkg, a path from the module root such as
+// ./testdata/crabbox-standin, as dir/name and returns that path.
+func Build(dir, name, pkg string) (string, error) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the module root: %w", err)
+	}
+	path := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", path, pkg)
+	build.Dir = strings.TrimSpace(string(root))
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+	}
+	return path, nil
 }

@@ -3,12 +3,9 @@ package crabbox
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -42,20 +39,10 @@ func TestMain(m *testing.M) {
 func standinBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		standinPath = filepath.Join(binDir, "crabbox")
-		build := exec.Command("go", "build", "-o", standinPath, "./testdata/crabbox-standin")
-		build.Dir = strings.TrimSpace(string(root))
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-		}
+		standinPath, buildErr = refstest.Build(binDir, "crabbox", "./testdata/crabbox-standin")
 	})
 	if buildErr != nil {
-		t.Fatalf("build the crabbox stand-in: %v", buildErr)
+		t.Fatalf("the crabbox stand-in: %v", buildErr)
 	}
 	return standinPath
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-lease/git-lease/refs/refstest"
 )
 
 // The stand-in for Herdr (testdata/herdr-standin) is built once per test
@@ -40,20 +41,10 @@ func TestMain(m *testing.M) {
 func standinBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		standinPath = filepath.Join(binDir, "herdr-standin")
-		build := exec.Command("go", "build", "-o", standinPath, "./testdata/herdr-standin")
-		build.Dir = strings.TrimSpace(string(root))
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-		}
+		standinPath, buildErr = refstest.Build(binDir, "herdr-standin", "./testdata/herdr-standin")
 	})
 	if buildErr != nil {
-		t.Fatalf("build the herdr stand-in: %v", buildErr)
+		t.Fatalf("the herdr stand-in: %v", buildErr)
 	}
 	return standinPath
 }
