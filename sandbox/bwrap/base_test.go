@@ -81,8 +81,9 @@ func TestHalfWrittenExportIsNeverUsed(t *testing.T) {
 
 func TestDiagnoseSaysWhatToFix(t *testing.T) {
 	cases := map[string]string{
-		"git-lease sandbox: mount overlay: operation not permitted (overlayfs in a user namespace needs Linux 5.11 or later)": "modprobe overlay",
-		"bwrap: setting up uid map: Permission denied": "user namespaces must be enabled",
+		"git-lease sandbox: mount overlay: invalid argument":                                                                     "user extended attributes",
+		"git-lease sandbox: mount overlay: no such device":                                                                       "modprobe overlay",
+		"bwrap: setting up uid map: Permission denied":                                                                           "user namespaces must be enabled",
 		"bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces": "user namespaces must be enabled",
 		"": "exited without a word",
 	}

@@ -240,7 +240,7 @@ func diagnose(out string) string {
 	}
 	switch {
 	case strings.Contains(out, "mount overlay"):
-		return line + " (overlayfs must be available: modprobe overlay; Linux 5.11 or later)"
+		return line + " (overlayfs in a user namespace needs Linux 5.11 or later and modprobe overlay, and the repository on a local file system with user extended attributes: ext4, xfs, btrfs, or tmpfs from Linux 6.6)"
 	case strings.Contains(out, "uid map") || strings.Contains(out, "user namespace") || strings.Contains(out, "No permissions to create new namespace"):
 		return line + " (user namespaces must be enabled for your user)"
 	case line == "":

@@ -62,7 +62,7 @@ func initSandbox() error {
 	}
 	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds...)
 	if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount overlay: %w (overlayfs in a user namespace needs Linux 5.11 or later, and the repository on a local file system with user extended attributes: ext4, xfs, btrfs, or tmpfs from Linux 6.6)", err)
+		return fmt.Errorf("mount overlay: %w", err)
 	}
 	var p [2]int
 	if err := unix.Pipe(p[:]); err != nil {
