@@ -176,7 +176,13 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	proc.Watch = lim.watch
 	proc.Interrupter = lim.interrupt
-	proc.Finish = lim.finish
+	proc.Finish = func(exit *sandbox.Exit, state *os.ProcessState) {
+		lim.finish(exit, state)
+		// The kernel makes the overlay's work/work with mode 000. A lease
+		// in review keeps its sandbox directory until cleanup, and a
+		// user's rm -rf of the repository meanwhile must not fail on it.
+		os.Chmod(filepath.Join(d.work, "work"), 0o700)
+	}
 	proc.Gate = func() error {
 		_, err := goW.Write([]byte("go\n"))
 		goW.Close()
@@ -203,7 +209,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
-	return &process{Proc: proc, counters: openCounters(first), work: d.work}, nil
+	return &process{Proc: proc, counters: openCounters(first)}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,22 +16,15 @@ import (
 type process struct {
 	*sandbox.Proc
 	counters *netCounters
-	work     string // the overlay's work directory
 	once     sync.Once
 	bypass   sandbox.Bypass
 }
 
 // Wait waits for the sandbox, then takes the last count of its network
-// stack, and opens up the overlay's work/work directory, which the kernel
-// makes with mode 000: a lease in review keeps its sandbox directory until
-// cleanup, and a user's rm -rf of the repository meanwhile must not fail
-// on it.
+// stack.
 func (p *process) Wait() (sandbox.Exit, error) {
 	exit, err := p.Proc.Wait()
-	p.once.Do(func() {
-		p.bypass = p.counters.finish()
-		os.Chmod(filepath.Join(p.work, "work"), 0o700)
-	})
+	p.once.Do(func() { p.bypass = p.counters.finish() })
 	return exit, err
 }
 
