@@ -117,12 +117,16 @@ func (w *world) invocations() []invocation {
 	defer f.Close()
 	var all []invocation
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var inv invocation
 		if err := json.Unmarshal(sc.Bytes(), &inv); err != nil {
 			w.t.Fatalf("stand-in log: %v", err)
 		}
 		all = append(all, inv)
+	}
+	if err := sc.Err(); err != nil {
+		w.t.Fatalf("stand-in log: %v", err) // else checks of what was not called would pass on a cut log
 	}
 	return all
 }
