@@ -12,7 +12,7 @@ import (
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
-func openTestRepo(t *testing.T, files map[string]string) (*refs.Repo, string) {
+func openTestRepo(t testing.TB, files map[string]string) (*refs.Repo, string) {
 	t.Helper()
 	dir := refstest.Repo(t, files)
 	repo, err := refs.Open(dir)

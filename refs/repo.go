@@ -97,7 +97,7 @@ func (r *Repo) openStore() error {
 func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
 	// Pack files stay open between reads (go-git reopens them for every
 	// object otherwise): objects must then be read from one goroutine.
-	r.store = store{filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates, KeepDescriptors: true})}
+	r.store = newStore(filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates, KeepDescriptors: true}))
 	repo, err := git.Open(r.store, nil)
 	if err != nil {
 		if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) ||

@@ -2,16 +2,29 @@ package refs
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // store is go-git's storage that looks again before it calls an object
-// missing. go-git lists the pack files once, but git moves objects under
-// it: a "git gc --auto" that a commit started in the background packs the
-// loose objects and deletes them, and the new pack is not in go-git's list.
-type store struct{ *filesystem.Storage }
+// missing, when the pack files have changed. go-git lists the pack files
+// once, but git moves objects under it: a "git gc --auto" that a commit
+// started in the background packs the loose objects and deletes them, and
+// the new pack is not in go-git's list. Most misses are real (a tree or
+// blob about to be written), so the packs are re-listed only when the
+// pack directory differs from the last listing: re-listing decodes every
+// pack index again.
+type store struct {
+	*filesystem.Storage
+	packs *[]plumbing.Hash // the pack files at the last listing
+}
+
+func newStore(s *filesystem.Storage) store {
+	packs, _ := s.ObjectPacks()
+	return store{Storage: s, packs: &packs}
+}
 
 func (s store) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	return lookTwice(s, func() (plumbing.EncodedObject, error) { return s.Storage.EncodedObject(t, h) })
@@ -27,12 +40,23 @@ func (s store) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 }
 
 // lookTwice runs find, and once more after re-listing the packs when it
-// did not find the object.
+// did not find the object and the packs have changed.
 func lookTwice[T any](s store, find func() (T, error)) (T, error) {
 	v, err := find()
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
+	if errors.Is(err, plumbing.ErrObjectNotFound) && s.packsChanged() {
 		s.Reindex()
 		v, err = find()
 	}
 	return v, err
+}
+
+// packsChanged reports whether the pack directory lists other packs than
+// at the last listing, and remembers the new list.
+func (s store) packsChanged() bool {
+	now, err := s.ObjectPacks()
+	if err != nil || slices.Equal(now, *s.packs) {
+		return false
+	}
+	*s.packs = now
+	return true
 }
