@@ -79,9 +79,8 @@ func (x *Execution) runCheck(ctx context.Context, p sandbox.Provider, tree plumb
 	return proc.Wait()
 }
 
-// checkSummary is ", checks: 2 passed, 1 failed" (or nothing without checks).
-func checkSummary(checks []CheckResult) string {
-	var passed, failed, skipped int
+// CountChecks counts checks that passed, failed, and could not run.
+func CountChecks(checks []CheckResult) (passed, failed, skipped int) {
 	for _, c := range checks {
 		switch {
 		case c.Skipped != "":
@@ -92,6 +91,12 @@ func checkSummary(checks []CheckResult) string {
 			failed++
 		}
 	}
+	return passed, failed, skipped
+}
+
+// checkSummary is ", checks: 2 passed, 1 failed" (or nothing without checks).
+func checkSummary(checks []CheckResult) string {
+	passed, failed, skipped := CountChecks(checks)
 	if len(checks) == 0 {
 		return ""
 	}

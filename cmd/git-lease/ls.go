@@ -84,19 +84,19 @@ func runLs(mission, remote string, asJSON bool) error {
 	return w.Flush()
 }
 
-// checksNote flags failing checks in a listing: " (1 check FAILED)".
+// checksNote flags checks that failed or could not run in a listing:
+// " (1 check FAILED)", " (2 checks skipped)".
 func checksNote(checks []gitlease.CheckResult) string {
-	failed := 0
-	for _, c := range checks {
-		if !c.Passed {
-			failed++
-		}
+	_, failed, skipped := gitlease.CountChecks(checks)
+	n, word := failed, "FAILED"
+	if failed == 0 {
+		n, word = skipped, "skipped"
 	}
-	switch failed {
+	switch n {
 	case 0:
 		return ""
 	case 1:
-		return " (1 check FAILED)"
+		return " (1 check " + word + ")"
 	}
-	return fmt.Sprintf(" (%d checks FAILED)", failed)
+	return fmt.Sprintf(" (%d checks %s)", n, word)
 }

@@ -157,18 +157,18 @@ func resultArtifacts(l *gitlease.Lease) []gitlease.Artifact {
 	return l.Result.Artifacts
 }
 
-// checksLine puts failures first: "1 of 2 FAILED" or "2 passed".
+// checksLine puts failures first: "1 of 2 FAILED", "2 passed" or
+// "1 passed, 1 skipped".
 func checksLine(checks []gitlease.CheckResult) string {
-	failed := 0
-	for _, c := range checks {
-		if !c.Passed {
-			failed++
-		}
-	}
+	passed, failed, skipped := gitlease.CountChecks(checks)
+	s := fmt.Sprintf("%d passed", passed)
 	if failed > 0 {
-		return fmt.Sprintf("%d of %d FAILED", failed, len(checks))
+		s = fmt.Sprintf("%d of %d FAILED", failed, len(checks))
 	}
-	return fmt.Sprintf("%d passed", len(checks))
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	return s
 }
 
 func checkMark(c gitlease.CheckResult) string {
