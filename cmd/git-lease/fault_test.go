@@ -296,9 +296,10 @@ func TestHumanEditSurvivesCleanupAndCleanupIsIdempotent(t *testing.T) {
 		Changed bool
 		Cleanup gitlease.Cleanup
 	}
-	json.Unmarshal([]byte(first), &a)
-	json.Unmarshal([]byte(second), &b)
-	if len(a) != 1 || len(b) != 1 || a[0].Cleanup.State != b[0].Cleanup.State || b[0].Changed {
+	if err := errors.Join(json.Unmarshal([]byte(first), &a), json.Unmarshal([]byte(second), &b)); err != nil {
+		t.Fatalf("cleanup --json: %v\n%s\n%s", err, first, second)
+	}
+	if len(a) != 1 || len(b) != 1 || !a[0].Changed || a[0].Cleanup.State != b[0].Cleanup.State || b[0].Changed {
 		t.Fatalf("cleanup twice:\n%s\n%s", first, second)
 	}
 	if !strings.Contains(first, `"kept"`) {

@@ -181,7 +181,10 @@ func herdrServer(t *testing.T) (socket, requests string) {
 
 func noFocusCalls(t *testing.T, requests string) {
 	t.Helper()
-	b, _ := os.ReadFile(requests)
+	b, err := os.ReadFile(requests)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("the stand-in logged no requests (%v): nothing to check for focus", err)
+	}
 	if strings.Contains(string(b), "focus") {
 		t.Fatalf("a focus method was called:\n%s", b)
 	}

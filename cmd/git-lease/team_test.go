@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,8 +213,9 @@ func TestLocalGuardRefusesOtherWritesToLeaseLogs(t *testing.T) {
 }
 
 // A lease pushed while it runs is the author's: in a teammate's clone,
-// reconcile (and so start) leaves it alone, and cancel, wait and cleanup
-// refuse it, so the teammate's log never diverges from the author's.
+// reconcile (and so start) leaves it alone, and cancel, wait, attach,
+// collect --partial and cleanup refuse it, so the teammate's log never
+// diverges from the author's.
 func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	tm := newTeam(t)
 	running := startDetached(t, tm.author, "--", "sh", "-c", "sleep 60")
@@ -225,7 +227,7 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 		t.Fatalf("reconcile in the teammate's clone touched the author's running lease:\n%s", out)
 	}
 	startLease(t, mate, "echo mine > bug.txt")
-	for _, args := range [][]string{{"cancel", running}, {"wait", running}, {"cleanup", tm.id}} {
+	for _, args := range [][]string{{"cancel", running}, {"wait", running}, {"attach", running}, {"cleanup", tm.id}} {
 		out, err := runLease(t, mate, nil, args...)
 		if err == nil || !strings.Contains(out, "started in another clone") {
 			t.Errorf("git lease %s in the teammate's clone: %v\n%s", strings.Join(args, " "), err, out)
@@ -239,6 +241,18 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	}
 	if l := record(t, tm.author, running); l.State != gitlease.Running {
 		t.Fatalf("the author's lease is %s", l.State)
+	}
+	// In its own clone, waiting for it is allowed, and times out (exit 4).
+	var exit *exec.ExitError
+	if out, err := runLease(t, tm.author, nil, "wait", "--timeout", "1s", running); !errors.As(err, &exit) || exit.ExitCode() != 4 {
+		t.Errorf("wait --timeout 1s on the author's running lease: %v, want exit 4\n%s", err, out)
+	}
+	// Canceled by its author, the lease still cannot be collected here.
+	mustRun(t, tm.author, "cancel", running)
+	mustRun(t, tm.author, "push")
+	mustRun(t, mate, "fetch")
+	if out, err := runLease(t, mate, nil, "collect", "--partial", running); err == nil || !strings.Contains(out, "started in another clone") {
+		t.Errorf("collect --partial of the author's canceled lease in the teammate's clone: %v\n%s", err, out)
 	}
 	// Rejecting the author's lease here, an explicit act, takes its work
 	// lock (which makes its run directory): it is still the author's.
