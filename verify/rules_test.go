@@ -4,10 +4,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"path"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -188,11 +193,32 @@ func TestFindingEncodesWithStableKeysAndNamesRuleAndPath(t *testing.T) {
 	}
 }
 
+// Every Rule constant of finding.go, read from the source so that a new
+// one cannot be missed, has a severity.
 func TestEveryRuleHasASeverity(t *testing.T) {
-	for rule, sev := range severities {
-		if sev != SeverityCritical && sev != SeverityHigh && sev != SeverityMedium {
+	f, err := parser.ParseFile(token.NewFileSet(), "finding.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if spec, ok := n.(*ast.ValueSpec); ok {
+			for i, name := range spec.Names {
+				if lit, ok := spec.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Rule") {
+					rule, _ := strconv.Unquote(lit.Value)
+					rules = append(rules, rule)
+				}
+			}
+		}
+		return true
+	})
+	for _, rule := range rules {
+		if sev := severities[rule]; sev != SeverityCritical && sev != SeverityHigh && sev != SeverityMedium {
 			t.Errorf("rule %s has severity %q", rule, sev)
 		}
+	}
+	if len(rules) != len(severities) {
+		t.Errorf("finding.go declares %d rules, and %d have a severity", len(rules), len(severities))
 	}
 }
 
