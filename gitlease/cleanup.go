@@ -228,9 +228,8 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 // never checked out.
 func (x *Execution) worktreeExpected() (plumbing.Hash, bool) {
 	r := x.Lease.Result
-	checkedOut := x.Lease.State == Review || x.Lease.State == Applied || x.Lease.State == Rejected
 	switch {
-	case r != nil && r.Tree != "" && (checkedOut || x.agentWroteWorktree()):
+	case r != nil && r.Tree != "" && (x.Lease.State.holdsResult() || x.agentWroteWorktree()):
 		return plumbing.NewHash(r.Tree), true
 	case !x.agentWroteWorktree():
 		return refs.EmptyTree, true

@@ -124,11 +124,7 @@ func TrustedPolicyPath(repo *refs.Repo) (string, error) {
 	if path == "" {
 		return filepath.Join(configHome(), "git-lease", "policy.toml"), nil
 	}
-	if strings.HasPrefix(path, "~/") {
-		home, _ := os.UserHomeDir()
-		path = filepath.Join(home, path[2:])
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := filepath.Abs(expandHome(path))
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -94,7 +95,7 @@ func (x *Execution) verifyRecorded(ctx context.Context) (*ReviewReport, error) {
 		if manifest != nil {
 			base, _ := x.Repo.Commit(plumbing.NewHash(r.Base))
 			if base != nil {
-				if c, err := describe(ctx, x.Repo, base.Hash, base.TreeHash, derived); err == nil && !sameFiles(c.Manifest.Files, manifest.Files) {
+				if c, err := describe(ctx, x.Repo, base.Hash, base.TreeHash, derived); err == nil && !slices.Equal(c.Manifest.Files, manifest.Files) {
 					problem("the changes from base to the derived tree are not the manifest's")
 				}
 			}
@@ -158,16 +159,4 @@ func (x *Execution) worktreeDifferences(ctx context.Context, tree plumbing.Hash)
 		out = append(out, ch.Status+" "+ch.Path)
 	}
 	return out, nil
-}
-
-func sameFiles(a, b []verify.FileChange) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -123,7 +123,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err := proc.Release(); err != nil {
 		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, err, progress)
 	}
-	x.activity(ctx, sup, endpoint, "working", sandbox.StateWorking, "")
+	x.activity(ctx, sup, endpoint, sandbox.StateWorking, "")
 	if err := x.deliverPrompt(ctx, proc, tty); err != nil {
 		fmt.Fprintf(progress, "git-lease: lease %s: %v\n", x.Lease.ID, err)
 	}
@@ -154,7 +154,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 			}
 			if state, msg := parseState(b); state+":"+msg != last {
 				last = state + ":" + msg
-				x.activity(ctx, sup, endpoint, state, state, msg)
+				x.activity(ctx, sup, endpoint, state, msg)
 			}
 		}
 	}
@@ -174,11 +174,12 @@ func parseState(b []byte) (state, message string) {
 	return state, message
 }
 
-// activity records the agent's state in the log (an event) and tells the
-// supervisor. Failures to tell are not fatal: the log is the record.
-func (x *Execution) activity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, event, state, message string) {
+// activity records the agent's state in the log (an event named after
+// it) and tells the supervisor. Failures to tell are not fatal: the log is
+// the record.
+func (x *Execution) activity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, state, message string) {
 	a := &Activity{State: state, Message: oneLine(message), Since: x.Repo.Now()}
-	x.Event(ctx, event, func(l *Lease) { l.Activity = a }, nil)
+	x.Event(ctx, state, func(l *Lease) { l.Activity = a }, nil)
 	if sup != nil {
 		sup.Report(ctx, e, state, message)
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,10 +99,7 @@ func AllowedSigners(repo *refs.Repo, file string, withOwn bool) (*verify.Allowed
 	if file == "" {
 		file = gitConfig(repo, "gpg.ssh.allowedSignersFile")
 	}
-	if strings.HasPrefix(file, "~/") {
-		home, _ := os.UserHomeDir()
-		file = filepath.Join(home, file[2:])
-	}
+	file = expandHome(file)
 	var text []byte
 	if file != "" {
 		b, err := os.ReadFile(file)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -272,20 +273,11 @@ func checkReadOnly(repo *refs.Repo, paths []string) error {
 				return fmt.Errorf("read_only = %q would expose %s to the agent: name a narrower directory", p, forbidden)
 			}
 		}
-		if slicesContains(strings.Split(p, "/"), ".git") {
+		if slices.Contains(strings.Split(p, "/"), ".git") {
 			return fmt.Errorf("read_only = %q exposes a .git directory: name a directory outside any repository", p)
 		}
 	}
 	return nil
-}
-
-func slicesContains(parts []string, s string) bool {
-	for _, p := range parts {
-		if p == s {
-			return true
-		}
-	}
-	return false
 }
 
 // spec is the sandbox spec of this lease.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -130,7 +131,7 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 		}
 		if name == resultReceipt && l.Result != nil {
 			var p resultPredicate
-			if json.Unmarshal(st.Predicate, &p) != nil || !sameFiles(p.Manifest, l.Result.Manifest) {
+			if json.Unmarshal(st.Predicate, &p) != nil || !slices.Equal(p.Manifest, l.Result.Manifest) {
 				problem("%s: the signed manifest is not the record's", name)
 			}
 		}
@@ -174,7 +175,7 @@ func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem f
 	mb, err := repo.ReadFile(tip, manifestFile, maxPatch)
 	if err == nil {
 		var m *verify.Manifest
-		if m, err = verify.ParseManifest(mb); err == nil && !sameFiles(m.Files, r.Manifest) {
+		if m, err = verify.ParseManifest(mb); err == nil && !slices.Equal(m.Files, r.Manifest) {
 			err = fmt.Errorf("it lists other changes than the record")
 		}
 	}
@@ -199,7 +200,7 @@ func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem f
 		return
 	}
 	desc, err := describe(context.Background(), repo, base.Hash, base.TreeHash, c.TreeHash)
-	if err != nil || !sameFiles(desc.Manifest.Files, r.Manifest) {
+	if err != nil || !slices.Equal(desc.Manifest.Files, r.Manifest) {
 		problem("the result tree %s is not the base plus the manifest's changes", r.Tree)
 	}
 }
