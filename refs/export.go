@@ -2,7 +2,7 @@ package refs
 
 import (
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // ExportTree writes the files of tree into dir, which must exist and be
@@ -68,7 +67,7 @@ func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 					return err
 				}
 			default:
-				content, err := r.blob(e.Hash)
+				content, err := r.ReadBlob(e.Hash, math.MaxInt64)
 				if err != nil {
 					return err
 				}
@@ -93,20 +92,6 @@ func (r *Repo) ExportTree(tree plumbing.Hash, dir string) error {
 	default:
 		return nil
 	}
-}
-
-// blob reads a whole blob.
-func (r *Repo) blob(h plumbing.Hash) ([]byte, error) {
-	b, err := object.GetBlob(r.store, h)
-	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", h, err)
-	}
-	rd, err := b.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
 }
 
 // writeFile creates one exported file (or symlink) that must not exist.

@@ -1,8 +1,6 @@
 package refs
 
 import (
-	"errors"
-
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
@@ -63,22 +61,4 @@ func (r *Repo) NoteUpdate(object plumbing.Hash, content []byte, message string) 
 		return RefUpdate{}, err
 	}
 	return RefUpdate{Name: NotesRef, Old: tip, New: commit}, nil
-}
-
-// ErrNoNote is returned when an object has no note in NotesRef.
-var ErrNoNote = errors.New("no note")
-
-// Note returns the note on object in NotesRef (at most limit bytes).
-func (r *Repo) Note(object plumbing.Hash, limit int64) ([]byte, error) {
-	tip, err := r.Ref(NotesRef)
-	if err != nil || tip.IsZero() {
-		return nil, ErrNoNote
-	}
-	for _, p := range notePaths(object) {
-		b, err := r.ReadFile(tip, p, limit)
-		if err == nil {
-			return b, nil
-		}
-	}
-	return nil, ErrNoNote
 }

@@ -38,7 +38,6 @@ type crabboxLease struct {
 	ID       string             `json:"id"`
 	State    gitlease.State     `json:"state"`
 	Receipts []gitlease.Receipt `json:"receipts"`
-	Cleanup  *gitlease.Cleanup  `json:"cleanup"`
 }
 
 // onlyLease returns the repository's one lease.

@@ -38,10 +38,6 @@ func exitCode(err error) int {
 	if errors.Is(err, errLeaseFailed) {
 		return exitFailed
 	}
-	if errors.Is(err, errReviewMismatch) || errors.Is(err, errNotVerified) {
-		fail(err)
-		return exitFailed
-	}
 	var ue usageError
 	var ce cli.ExitCoder
 	switch {

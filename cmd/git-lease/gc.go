@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,7 +36,7 @@ Example:
 			}
 			age := c.String("older-than")
 			if age == "" {
-				age = gcAgeConfig(c.Context, repo)
+				age = gcAgeConfig(repo)
 			}
 			d, err := parseAge(age)
 			if err != nil {
@@ -55,7 +54,7 @@ Example:
 	}
 }
 
-func gcAgeConfig(ctx context.Context, repo *refs.Repo) string {
+func gcAgeConfig(repo *refs.Repo) string {
 	if age := repo.Config("lease.gcAge"); age != "" {
 		return age
 	}

@@ -14,7 +14,7 @@ import (
 
 const tree = "0123456789abcdef0123456789abcdef01234567"
 
-func specFor(t *testing.T, bases, id string, exports *atomic.Int32) sandbox.Spec {
+func specFor(bases, id string, exports *atomic.Int32) sandbox.Spec {
 	return sandbox.Spec{ID: id, BaseTree: tree, BasesDir: bases, ExportBase: func(dir string) error {
 		exports.Add(1)
 		return os.WriteFile(filepath.Join(dir, "file"), []byte("base"), 0o644)
@@ -24,7 +24,7 @@ func specFor(t *testing.T, bases, id string, exports *atomic.Int32) sandbox.Spec
 func TestBaseIsExportedOnceAndRemovedWithItsLastUser(t *testing.T) {
 	bases := t.TempDir()
 	var exports atomic.Int32
-	a, b := specFor(t, bases, "aaaaaaaaaaaa", &exports), specFor(t, bases, "bbbbbbbbbbbb", &exports)
+	a, b := specFor(bases, "aaaaaaaaaaaa", &exports), specFor(bases, "bbbbbbbbbbbb", &exports)
 	var wg sync.WaitGroup
 	for _, s := range []sandbox.Spec{a, b, a} {
 		wg.Add(1)
@@ -56,7 +56,7 @@ func TestBaseIsExportedOnceAndRemovedWithItsLastUser(t *testing.T) {
 func TestHalfWrittenExportIsNeverUsed(t *testing.T) {
 	bases := t.TempDir()
 	var exports atomic.Int32
-	broken := specFor(t, bases, "aaaaaaaaaaaa", &exports)
+	broken := specFor(bases, "aaaaaaaaaaaa", &exports)
 	broken.ExportBase = func(dir string) error {
 		os.WriteFile(filepath.Join(dir, "partial"), []byte("x"), 0o644)
 		return errors.New("disk full")
@@ -69,7 +69,7 @@ func TestHalfWrittenExportIsNeverUsed(t *testing.T) {
 	}
 	// A crash mid-export leaves a .tmp- directory: it is cleared, never used.
 	must(t, os.MkdirAll(filepath.Join(bases, ".tmp-"+tree+"-crashed", "tree"), 0o755))
-	good := specFor(t, bases, "bbbbbbbbbbbb", &exports)
+	good := specFor(bases, "bbbbbbbbbbbb", &exports)
 	must(t, acquireBase(good))
 	if left, _ := filepath.Glob(filepath.Join(bases, ".tmp-*")); len(left) != 0 {
 		t.Fatalf("stale exports left: %v", left)
