@@ -80,21 +80,28 @@ func InitKey(dir, email string) (line string, err error) {
 	return allowedSignersLine(email, sshPub), nil
 }
 
-// writeNew writes a file that must not exist yet; a partial file is removed.
+// writeNew writes a file that must not exist yet, whole or not at all: it
+// is written under a temporary name and linked into place, so that another
+// git-lease starting at the same moment never reads it half written.
 func writeNew(path string, b []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w at %s: move it away to make a new key", ErrKeyExists, path)
-	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".new-key-")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(f.Name())
 	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
+		return err
+	}
+	err = os.Link(f.Name(), path)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w at %s: move it away to make a new key", ErrKeyExists, path)
 	}
 	return err
 }
