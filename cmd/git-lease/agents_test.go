@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/git-lease/git-lease/gitlease"
@@ -26,8 +25,7 @@ func TestHerdrShowsThePresetsAgentKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := mustRun(t, dir, "start", "-q", "--supervisor", "herdr", "--agent", "scribe", "--prompt", "write this down")
-	lines := nonEmpty(out)
-	l := record(t, dir, strings.TrimSpace(lines[len(lines)-1]))
+	l := record(t, dir, leaseID(out))
 	if l.State != gitlease.Review || l.Supervisor == nil || l.Result.Manifest[0].Path != "said.txt" {
 		t.Fatalf("lease: %s %+v\n%s", l.State, l.Supervisor, out)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
@@ -200,9 +201,19 @@ func TestStartCrashAtEachStepIsRepaired(t *testing.T) {
 
 func startLease(t *testing.T, dir, script string) string {
 	t.Helper()
-	out := mustRun(t, dir, "start", "-q", "--", "sh", "-c", script)
+	return leaseID(mustRun(t, dir, "start", "-q", "--", "sh", "-c", script))
+}
+
+// leaseID is the lease ID start printed: the last line of its output that
+// is one ("" if none is). An error may follow it.
+func leaseID(out string) string {
 	lines := nonEmpty(out)
-	return strings.TrimSpace(lines[len(lines)-1])
+	for i := len(lines) - 1; i >= 0; i-- {
+		if id, err := refs.ParseID(strings.TrimSpace(lines[i])); err == nil {
+			return string(id)
+		}
+	}
+	return ""
 }
 
 func TestApplyCrashIsRepaired(t *testing.T) {
@@ -388,8 +399,7 @@ func TestConcurrentStartsGetDistinctLeases(t *testing.T) {
 				t.Errorf("start %d: %v\n%s", i, err, out)
 				return
 			}
-			lines := nonEmpty(out)
-			ids[i] = strings.TrimSpace(lines[len(lines)-1])
+			ids[i] = leaseID(out)
 		}(i)
 	}
 	wg.Wait()

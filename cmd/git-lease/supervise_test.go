@@ -50,9 +50,7 @@ func record(t *testing.T, dir, id string) *gitlease.Lease {
 
 func startDetached(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out := mustRun(t, dir, append([]string{"start", "-q", "--detach"}, args...)...)
-	lines := nonEmpty(out)
-	return strings.TrimSpace(lines[len(lines)-1])
+	return leaseID(mustRun(t, dir, append([]string{"start", "-q", "--detach"}, args...)...))
 }
 
 // waitFor polls until cond holds or fails the test after 20 s.
@@ -205,8 +203,7 @@ func TestTwoHerdrLeasesAtOnceNeverTakeFocus(t *testing.T) {
 				t.Errorf("start %d: %v\n%s", i, err, out)
 				return
 			}
-			lines := nonEmpty(out)
-			ids[i] = strings.TrimSpace(lines[len(lines)-1])
+			ids[i] = leaseID(out)
 		}(i)
 	}
 	wg.Wait()

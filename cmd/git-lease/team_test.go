@@ -117,8 +117,7 @@ func TestTeamPushFetchVerify(t *testing.T) {
 	}
 
 	// trusted_local leases stay local unless the owner says otherwise.
-	started := nonEmpty(mustRun(t, tm.author, "start", "-q", "--mode", "trusted_local", "--", "sh", "-c", "echo mine > bug.txt"))
-	local := strings.TrimSpace(started[len(started)-1])
+	local := leaseID(mustRun(t, tm.author, "start", "-q", "--mode", "trusted_local", "--", "sh", "-c", "echo mine > bug.txt"))
 	if out := mustRun(t, tm.author, "push"); !strings.Contains(out, "not pushing lease "+local+": it is trusted_local") {
 		t.Fatalf("push of a trusted_local lease:\n%s", out)
 	}
@@ -278,8 +277,7 @@ func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 		state  gitlease.State
 	}{{"echo x > readme", gitlease.Quarantined}, {"echo half > half.txt; exit 3", gitlease.Failed}} {
 		out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", tc.script)
-		lines := nonEmpty(out)
-		id := strings.TrimSpace(lines[len(lines)-2])
+		id := leaseID(out)
 		if l := record(t, tm.author, id); err == nil || l.State != tc.state || l.Result == nil || l.Result.Tree == "" {
 			t.Fatalf("start %q: %v\n%s\nwant a %s lease with a built result", tc.script, err, out, tc.state)
 		}
