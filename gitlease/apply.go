@@ -159,25 +159,11 @@ func (x *Execution) applyTarget(onto string) (string, error) {
 // checkout (the target is checked out there), and refuses a target that is
 // checked out in any other worktree, or a checkout that is not clean.
 func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, to plumbing.Hash) (bool, error) {
-	out, err := x.Repo.Worktree(ctx, "list", "--porcelain")
+	checkedOut, err := x.Repo.CheckedOut(ctx)
 	if err != nil {
 		return false, err
 	}
-	var path string
-	for _, block := range strings.Split(string(out), "\n\n") {
-		var wt, branch string
-		for _, line := range strings.Split(block, "\n") {
-			if v, ok := strings.CutPrefix(line, "worktree "); ok {
-				wt = v
-			}
-			if v, ok := strings.CutPrefix(line, "branch "); ok {
-				branch = v
-			}
-		}
-		if branch == target {
-			path = wt
-		}
-	}
+	path := checkedOut[target]
 	switch {
 	case path == "":
 		return false, nil

@@ -68,7 +68,7 @@ func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, er
 	if err := r.fetchTracking(ctx, remote); err != nil {
 		return nil, err
 	}
-	checkedOut, err := r.checkedOutBranches(ctx)
+	checkedOut, err := r.CheckedOut(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, er
 			if err != nil {
 				return nil, err
 			}
-			if (out == fetchCreate || out == fetchFastForward) && checkedOut[local] {
+			if (out == fetchCreate || out == fetchFastForward) && checkedOut[local] != "" {
 				rep.Skipped = append(rep.Skipped, SkippedRef{name, "its branch is checked out in a worktree: update it there with git merge --ff-only " + name})
 				continue
 			}
@@ -199,20 +199,4 @@ func (rep *FetchReport) record(out fetchOutcome, st RefState, updates []RefUpdat
 		return updates
 	}
 	return append(updates, RefUpdate{Name: st.Name, Old: st.Local, New: st.Remote})
-}
-
-// checkedOutBranches lists the branches that a worktree of the repository
-// has checked out: moving one would leave that worktree's files behind.
-func (r *Repo) checkedOutBranches(ctx context.Context) (map[string]bool, error) {
-	out, err := r.Worktree(ctx, "list", "--porcelain")
-	if err != nil {
-		return nil, err
-	}
-	branches := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if b, ok := strings.CutPrefix(line, "branch "); ok {
-			branches[b] = true
-		}
-	}
-	return branches, nil
 }

@@ -3,6 +3,7 @@ package refs
 import (
 	"context"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,4 +37,26 @@ func (r *Repo) Worktree(ctx context.Context, args ...string) (out []byte, err er
 		return err
 	})
 	return out, err
+}
+
+// CheckedOut maps each branch checked out in a worktree of the repository
+// (refs/heads/…) to that worktree's path.
+func (r *Repo) CheckedOut(ctx context.Context) (map[string]string, error) {
+	out, err := r.Worktree(ctx, "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	branches := map[string]string{}
+	for _, block := range strings.Split(string(out), "\n\n") {
+		var path string
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "worktree "); ok {
+				path = v
+			}
+			if b, ok := strings.CutPrefix(line, "branch "); ok {
+				branches[b] = path
+			}
+		}
+	}
+	return branches, nil
 }
