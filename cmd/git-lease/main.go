@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
@@ -20,6 +21,13 @@ var version = "dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == bwrap.InitArg {
 		bwrap.Init() // the sandbox's init: never returns
+	}
+	// Whatever git-lease inherited stays here: no agent, sandbox, check
+	// or provider program it starts gets a descriptor but the ones handed
+	// to it.
+	if err := sandbox.CloseOnExec(); err != nil {
+		fmt.Fprintf(os.Stderr, "git-lease: mark inherited descriptors close-on-exec: %v\n", err)
+		os.Exit(125)
 	}
 	if len(os.Args) > 1 && os.Args[1] == bwrap.ForwardArg {
 		bwrap.RunForwarder(os.Args[2:]) // the sandbox's network forwarder: never returns
