@@ -47,7 +47,9 @@ type Proc struct {
 	enforcement string
 	input       io.WriteCloser // the agent's standard input: a pipe or a pty
 	inputPeer   *os.File       // the end the child gets; closed once it has it
-	tty         *os.File       // the pty's master, read for output
+	output      *os.File       // the pty's master, or GiveStdio's pipe's end, read for output
+	outputPeer  *os.File       // GiveStdio's output pipe's end that the child gets
+	copied      chan struct{}  // closed when output has been copied to its end
 
 	mu      sync.Mutex
 	bound   string
@@ -74,7 +76,7 @@ func NewProc(ctx context.Context, cmd *exec.Cmd, limits Limits, agent Command, e
 		if err != nil {
 			return nil, fmt.Errorf("open a terminal for the agent: %w", err)
 		}
-		p.tty, p.input, p.inputPeer = master, master, slave
+		p.output, p.input, p.inputPeer = master, master, slave
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		return p, nil
 	}
@@ -85,6 +87,31 @@ func NewProc(ctx context.Context, cmd *exec.Cmd, limits Limits, agent Command, e
 	p.input, p.inputPeer = w, r
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, p.out, p.out
 	return p, nil
+}
+
+// GiveStdio makes the agent's standard input, output and error (its pipes
+// or its terminal) owned by uid and gid, for an agent that runs as another host
+// uid than git-lease: programs reopen them by path (/dev/stdin,
+// /dev/stderr), which the kernel checks against the owner.
+func (p *Proc) GiveStdio(uid, gid int) error {
+	if p.output == nil {
+		// An output pipe of its own, to give away (exec.Cmd would make
+		// one only at Start).
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		p.output, p.outputPeer = r, w
+		p.cmd.Stdout, p.cmd.Stderr = w, w
+	}
+	for _, f := range []*os.File{p.inputPeer, p.outputPeer} {
+		if f != nil {
+			if err := f.Chown(uid, gid); err != nil {
+				return fmt.Errorf("give the agent its standard streams: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Input is the agent's standard input.
@@ -105,8 +132,18 @@ func (p *Proc) Interrupt() error {
 // input end is closed, and a terminal's output is copied out.
 func (p *Proc) started() {
 	p.inputPeer.Close()
-	if p.tty != nil {
-		go io.Copy(p.out, p.tty)
+	if p.outputPeer != nil {
+		p.outputPeer.Close()
+		p.copied = make(chan struct{})
+		go func() {
+			io.Copy(p.out, p.output)
+			p.output.Close()
+			close(p.copied)
+		}()
+		return
+	}
+	if p.output != nil {
+		go io.Copy(p.out, p.output) // a terminal
 	}
 }
 
@@ -208,6 +245,9 @@ func (p *Proc) watch() {
 
 func (p *Proc) wait() {
 	err := p.cmd.Wait()
+	if p.copied != nil {
+		<-p.copied // everything the agent printed, before its end is recorded
+	}
 	exit := Exit{}
 	var ee *exec.ExitError
 	switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -11,63 +12,137 @@ import (
 
 // systemDirs are bound read-only when present. On merged-/usr systems the
 // top-level ones are symlinks into /usr and are recreated as such.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
 
-// bwrapOptions is the whole sandbox: what the agent sees and nothing else.
-// self is the git-lease binary, which a lease with a network runs inside.
-func bwrapOptions(self string, spec sandbox.Spec, d dirs, cmd sandbox.Command) []string {
-	a := []string{
-		"--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
-		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
-		"--hostname", "lease-" + spec.ID,
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+// stageDir is a tmpfs that the sandbox's init mounts in its private mount
+// namespace (over /run, which bwrap itself does not use) and fills with
+// everything but the system directories that bwrap shows the agent: the
+// overlay, the lease's files, the generated /etc files. bwrap then binds
+// only from there. This way bwrap never needs to reach a host path: as
+// root, the sandbox's uid cannot traverse root's directories, and the host
+// hands the init each of them as a mount instead (see detach).
+const stageDir = "/run/git-lease"
+
+// stage is one host file or directory the init puts at stageDir/Name: by
+// binding Host, or by attaching the mount the host sent for it.
+type stage struct {
+	Name string
+	Host string
+	Dir  bool
+}
+
+// The names of the overlay's stages: the exported base (the lower layer)
+// and the lease's runtime directory, which holds the upper and work
+// directories (overlayfs wants both on one mount).
+const (
+	stageLower  = "lower"
+	stageLease  = "lease"
+	stageMerged = "merged" // the overlay's mount point, made by the init
+)
+
+// sandboxView is what bwrap shows the agent: its options, and the stages
+// the init must prepare for them.
+type sandboxView struct {
+	options []string
+	stages  []stage
+	etc     map[string]string // generated /etc files, by name
+}
+
+func (v *sandboxView) add(args ...string) { v.options = append(v.options, args...) }
+
+// stageBind stages host (a file or directory) and binds it at dest.
+func (v *sandboxView) stageBind(host, dest string, writable bool) {
+	fi, err := os.Stat(host)
+	name := "bind" + strconv.Itoa(len(v.stages))
+	v.stages = append(v.stages, stage{Name: name, Host: host, Dir: err == nil && fi.IsDir()})
+	bind := "--ro-bind"
+	if writable {
+		bind = "--bind"
 	}
+	v.add(bind, path.Join(stageDir, name), dest)
+}
+
+// newSandboxView is the whole sandbox: what the agent sees and nothing
+// else. self is the git-lease binary, which a lease with a network runs
+// inside.
+func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandboxView {
+	v := &sandboxView{
+		stages: []stage{{Name: stageLower, Host: lowerDir(spec), Dir: true}, {Name: stageLease, Host: spec.Dir, Dir: true}},
+		etc:    generatedEtc(spec.ID),
+	}
+	v.add("--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
+		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--hostname", "lease-"+spec.ID,
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL")
 	for _, dir := range systemDirs {
 		fi, err := os.Lstat(dir)
 		switch {
 		case err != nil:
 		case fi.Mode()&os.ModeSymlink != 0:
 			if target, err := os.Readlink(dir); err == nil {
-				a = append(a, "--symlink", target, dir)
+				v.add("--symlink", target, dir)
 			}
 		case fi.IsDir():
-			a = append(a, "--ro-bind", dir, dir)
+			v.add("--ro-bind", dir, dir)
 		}
 	}
-	for _, ro := range spec.ReadOnly {
-		a = append(a, "--ro-bind", ro, ro)
-	}
-	for _, b := range spec.Binds {
-		if b.Writable {
-			a = append(a, "--bind", b.Host, b.Sandbox)
-		} else {
-			a = append(a, "--ro-bind", b.Host, b.Sandbox)
-		}
-	}
-	a = append(a, networkBinds(self, spec)...)
+	v.etcOptions()
+	v.procOptions()
 	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
-	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	v.add("--dev", "/dev")
 	if spec.Limits.DiskBytes > 0 {
-		a = append(a, "--size", tmpSize)
+		v.add("--size", tmpSize)
 	}
-	a = append(a, "--tmpfs", "/tmp")
+	v.add("--tmpfs", "/tmp")
 	if spec.Limits.DiskBytes > 0 {
-		a = append(a, "--size", tmpSize)
+		v.add("--size", tmpSize)
 	}
-	a = append(a, "--tmpfs", agentHome)
+	v.add("--tmpfs", agentHome)
 	if spec.Limits.DiskBytes > 0 {
-		a = append(a, "--size", tmpSize)
+		v.add("--size", tmpSize)
 	}
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
 	// that nothing but /work, /tmp, the home and /dev/shm (all bounded) can
 	// be written.
-	a = append(a, "--tmpfs", "/dev/shm", "--bind", d.merged, workDir,
+	v.add("--tmpfs", "/dev/shm")
+	// Shared paths come after the tmpfs mounts, which would hide them.
+	for _, ro := range spec.ReadOnly {
+		v.stageBind(ro, ro, false)
+	}
+	for _, b := range spec.Binds {
+		v.stageBind(b.Host, b.Sandbox, b.Writable)
+	}
+	if spec.ProxySocket != "" {
+		v.stageBind(self, selfInSandbox, false)
+		v.stageBind(spec.ProxySocket, socketInSandbox, true) // connecting needs a writable bind
+	}
+	v.add("--bind", path.Join(stageDir, stageMerged), workDir,
 		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", path.Join(workDir, cmd.Dir), "--clearenv")
 	for _, kv := range agentEnv(spec, cmd.Env) {
-		k, v, _ := strings.Cut(kv, "=")
-		a = append(a, "--setenv", k, v)
+		k, val, _ := strings.Cut(kv, "=")
+		v.add("--setenv", k, val)
 	}
-	return a
+	return v
+}
+
+// procOptions mount the sandbox's own /proc, with the host-global knobs
+// read-only whatever the agent's uid (the kernel checks the uid, not a
+// capability, on /proc/sys, and bwrap covers it only when the directory
+// itself is writable, which it never is) and the files that show kernel
+// memory, keys or timing of the whole host hidden, as Docker's default
+// does.
+func (v *sandboxView) procOptions() {
+	v.add("--proc", "/proc")
+	for _, knob := range []string{"sys", "sysrq-trigger", "irq", "bus", "fs"} {
+		if _, err := os.Stat("/proc/" + knob); err == nil {
+			v.add("--ro-bind", "/proc/"+knob, "/proc/"+knob)
+		}
+	}
+	for _, hidden := range []string{"kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup"} {
+		if fi, err := os.Stat("/proc/" + hidden); err == nil && fi.Mode().IsRegular() {
+			v.add("--ro-bind", "/dev/null", "/proc/"+hidden)
+		}
+	}
 }
 
 // gatedCommand runs the agent's argv behind the gate, which first starts

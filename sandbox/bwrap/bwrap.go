@@ -41,14 +41,10 @@ const (
 )
 
 // dirs are the lease's overlay directories under spec.Dir.
-type dirs struct{ upper, work, merged string }
+type dirs struct{ upper, work string }
 
 func layout(spec sandbox.Spec) dirs {
-	return dirs{
-		upper:  filepath.Join(spec.Dir, "upper"),
-		work:   filepath.Join(spec.Dir, "work"),
-		merged: filepath.Join(spec.Dir, "merged"),
-	}
+	return dirs{upper: filepath.Join(spec.Dir, "upper"), work: filepath.Join(spec.Dir, "work")}
 }
 
 // Check reports whether bwrap is installed and user namespaces are enabled.
@@ -61,7 +57,7 @@ func (Provider) Check() error {
 }
 
 // Create exports the base (once per tree) and makes the lease's overlay
-// directories. It is idempotent.
+// directories, owned by the sandbox's uid. It is idempotent.
 func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.Check(); err != nil {
 		return err
@@ -73,9 +69,21 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
 		return err
 	}
-	for _, dir := range []string{d.upper, d.work, d.merged} {
+	uid, gid, err := sandboxIDs(spec)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{d.upper, d.work} {
 		// The upper directory's mode becomes the mode of the agent's /work.
 		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	if os.Getuid() != 0 {
+		return nil
+	}
+	for _, dir := range []string{spec.Dir, d.upper, d.work} {
+		if err := os.Lchown(dir, uid, gid); err != nil {
 			return err
 		}
 	}
@@ -112,6 +120,9 @@ func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
 // The overlay mount lives only in the sandbox's mount namespace, so it is
 // gone with the sandbox's last process. Discarding twice is harmless.
 func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
+	if err := releaseUID(spec); err != nil {
+		return err
+	}
 	if err := removeAll(spec.Dir); err != nil {
 		return err
 	}
@@ -140,11 +151,30 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap)", sandbox.ErrUnavailable)
 	}
 	d := layout(spec)
+	uid, gid, err := sandboxIDs(spec)
+	if err != nil {
+		return nil, err
+	}
+	asRoot := os.Getuid() == 0
 	lim := newLimiter(spec)
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
+	view := newSandboxView(p.Self, spec, cmd)
+	if asRoot {
+		// The sandbox's uid must open what the lease shares with it.
+		for _, b := range spec.Binds {
+			if err := os.Lchown(b.Host, uid, gid); err != nil {
+				return nil, err
+			}
+		}
+		if spec.ProxySocket != "" {
+			if err := os.Lchown(spec.ProxySocket, uid, gid); err != nil {
+				return nil, err
+			}
+		}
+	}
 	init := initSpec{
-		Lower: lowerDir(spec), Upper: d.upper, Work: d.work, Merged: d.merged, Bwrap: bwrapPath,
-		Options: bwrapOptions(p.Self, spec, d, cmd), Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Bwrap: bwrapPath,
+		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -158,21 +188,44 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if err != nil {
 		return nil, err
 	}
-	c := exec.Command(p.Self, InitArg)
+	mountsHost, mountsInit, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer mountsHost.Close()
+	// The init is exec'd through a descriptor: as root, the sandbox's uid
+	// may not reach the binary's directory (a go build cache, root's home).
+	self, err := os.Open(p.Self)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	defer self.Close()
+	c := exec.Command(fmt.Sprintf("/proc/self/fd/%d", fdSelf), InitArg)
 	c.Env = []string{}
 	c.Dir = "/"
-	c.ExtraFiles = []*os.File{specR, readyW, goR}
+	c.ExtraFiles = []*os.File{specR, readyW, goR, mountsInit, self} // fdSpec, fdReady, fdGo, fdMounts, fdSelf
 	c.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		Setsid:                     true,
-		Pdeathsig:                  syscall.SIGKILL,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		Setsid:      true,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if asRoot {
+		// Root's supplementary groups (kept across the uid change) would
+		// open group-readable host files: the sandbox has none. Only a
+		// mapping that root writes may allow setgroups.
+		c.SysProcAttr.GidMappingsEnableSetgroups = true
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 	}
 	proc, err := sandbox.NewProc(ctx, c, spec.Limits, cmd, lim.enforcement())
 	if err != nil {
 		return nil, err
+	}
+	if asRoot {
+		if err := proc.GiveStdio(uid, gid); err != nil {
+			return nil, err
+		}
 	}
 	proc.Watch = lim.watch
 	proc.Interrupter = lim.interrupt
@@ -192,6 +245,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	specR.Close()
 	readyW.Close()
 	goR.Close()
+	mountsInit.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%w: start sandbox init: %v", sandbox.ErrUnavailable, err)
 	}
@@ -201,6 +255,18 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	json.NewEncoder(specW).Encode(init)
 	specW.Close()
+	if asRoot {
+		fds, err := detach(view.stages, c.Process.Pid)
+		if err == nil {
+			err = sendMounts(mountsHost, fds)
+			closeAll(fds)
+		}
+		if err != nil {
+			proc.Kill()
+			proc.Wait()
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		}
+	}
 	if err := waitReady(ctx, readyR, proc); err != nil {
 		proc.Kill()
 		goW.Close()

@@ -9,20 +9,37 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // InitArg is the hidden first argument with which git-lease re-executes
 // itself as the sandbox's init: a process in a private user and mount
-// namespace that mounts the lease's overlay and then becomes bwrap.
+// namespace that stages the lease's files, mounts its overlay and then
+// becomes bwrap.
 const InitArg = "__sandbox-init"
 
-// initSpec travels from the host to the init on file descriptor 3.
+// The init's descriptors, as the host hands them over: the spec, the
+// gate's ready and go pipes (which cross into the sandbox, to its PID 1),
+// and the socket on which the host sends the stages' mounts (root only).
+const (
+	fdSpec   = 3
+	fdReady  = 4
+	fdGo     = 5
+	fdMounts = 6
+	fdSelf   = 7 // the binary the init was exec'd from
+)
+
+// initSpec travels from the host to the init on fdSpec.
 type initSpec struct {
-	Lower, Upper, Work, Merged string
-	Bwrap                      string
-	Options                    []string // bwrap's options, passed on a pipe so that no process shows them
-	Command                    []string // what bwrap runs: the gate, then the agent
-	Rlimits                    []rlimit
+	Stages  []stage
+	Mounts  bool              // the stages' mounts come on fdMounts
+	Etc     map[string]string // generated /etc files
+	Bwrap   string
+	Options []string // bwrap's options, passed on a pipe so that no process shows them
+	Command []string // what bwrap runs: the gate, then the agent
+	Seccomp []byte   // the filter bwrap installs before it runs Command
+	Rlimits []rlimit
 }
 
 type rlimit struct {
@@ -41,46 +58,61 @@ func Init() {
 }
 
 func initSandbox() error {
-	f := os.NewFile(3, "spec")
+	f := os.NewFile(fdSpec, "spec")
 	var spec initSpec
 	if err := json.NewDecoder(f).Decode(&spec); err != nil {
 		return fmt.Errorf("read spec: %w", err)
 	}
 	f.Close()
+	var fds []int
+	if spec.Mounts {
+		var err error
+		if fds, err = receiveMounts(fdMounts, len(spec.Stages)); err != nil {
+			return err
+		}
+	}
+	unix.Close(fdMounts)
+	unix.Close(fdSelf)
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	// The layers are passed as /proc/self/fd paths so that no host path
-	// needs escaping in the option string (overlayfs splits on ',' and ':').
-	var fds []any
-	for _, dir := range []string{spec.Lower, spec.Upper, spec.Work} {
-		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", dir, err)
-		}
-		fds = append(fds, fd)
-	}
-	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,userxattr", fds...)
-	if err := unix.Mount("overlay", spec.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mount overlay: %w", err)
-	}
-	var p [2]int
-	if err := unix.Pipe(p[:]); err != nil {
+	if err := stageAll(spec, fds); err != nil {
 		return err
+	}
+	// A new session is not a new session keyring: without this the agent
+	// would possess the launcher's keyring and every key in it.
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+		return fmt.Errorf("join a new session keyring: %w", errno)
 	}
 	args := strings.Join(spec.Options, "\x00") + "\x00"
 	if len(args) > 60000 {
 		return fmt.Errorf("sandbox arguments too long (%d bytes)", len(args))
 	}
-	if _, err := unix.Write(p[1], []byte(args)); err != nil {
+	argsFD, err := pipeWith([]byte(args))
+	if err != nil {
 		return err
 	}
-	unix.Close(p[1])
+	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD)}
+	keep := []int{fdReady, fdGo, argsFD}
+	if len(spec.Seccomp) > 0 {
+		seccompFD, err := pipeWith(spec.Seccomp)
+		if err != nil {
+			return err
+		}
+		bwrapArgs = append(bwrapArgs, "--seccomp", fmt.Sprint(seccompFD))
+		keep = append(keep, seccompFD)
+	}
+	// Only the gate's pipes and bwrap's own inputs cross into bwrap: a
+	// descriptor the host inherited without close-on-exec would otherwise
+	// reach the agent (a directory descriptor opens the host's files).
+	if err := sandbox.CloseOnExec(keep...); err != nil {
+		return err
+	}
 	path, err := unix.BytePtrFromString(spec.Bwrap)
 	if err != nil {
 		return err
 	}
-	argv, err := syscall.SlicePtrFromStrings(append([]string{"bwrap", "--args", fmt.Sprint(p[0]), "--"}, spec.Command...))
+	argv, err := syscall.SlicePtrFromStrings(append(append(bwrapArgs, "--"), spec.Command...))
 	if err != nil {
 		return err
 	}
@@ -98,4 +130,23 @@ func initSandbox() error {
 	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&env[0])))
 	return fmt.Errorf("exec bwrap: %w", errno)
+}
+
+// pipeWith returns the read end of a pipe that holds b (at most a pipe's
+// buffer) and then ends; bwrap reads it to the end.
+func pipeWith(b []byte) (int, error) {
+	var p [2]int
+	if err := unix.Pipe(p[:]); err != nil {
+		return 0, err
+	}
+	defer unix.Close(p[1])
+	for len(b) > 0 {
+		n, err := unix.Write(p[1], b)
+		if err != nil {
+			unix.Close(p[0])
+			return 0, err
+		}
+		b = b[n:]
+	}
+	return p[0], nil
 }

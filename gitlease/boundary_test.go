@@ -1,0 +1,126 @@
+package gitlease
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/git-lease/git-lease/sandbox/bwrap"
+)
+
+// The agent is never host root: as root, each lease runs as a host uid of
+// its own from bwrap.LeaseUIDBase; as a person, as that person. Either
+// way it cannot write host-global /proc knobs (which check the uid, not a
+// capability), read owner-only host files, or see the host's /etc.
+func TestSandboxCannotActAsHostRoot(t *testing.T) {
+	// Outside $HOME, which policy refuses to share.
+	shared, err := os.MkdirTemp("/var/tmp", "git-lease-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(shared)
+	must(t, os.Chmod(shared, 0o755))
+	must(t, os.WriteFile(filepath.Join(shared, "public.txt"), []byte("public"), 0o644))
+	must(t, os.WriteFile(filepath.Join(shared, "owner-only.txt"), []byte("private"), 0o600))
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, fmt.Sprintf("read_only = [%q]\n", shared))
+	script := attempt("core-pattern", `v=$(cat /proc/sys/kernel/core_pattern) && printf '%s\n' "$v" > /proc/sys/kernel/core_pattern`) +
+		attempt("sysrq", "printf 0 > /proc/sysrq-trigger") +
+		attempt("kcore", "head -c1 /proc/kcore | grep -q .") +
+		attempt("shadow", "cat /etc/shadow") +
+		attempt("host-etc", "ls /etc/ssh || ls /etc/sudoers || ls /etc/gitconfig || ls /etc/apt") +
+		attempt("host-users", "getent passwd | grep -v -e '^root:' -e '^agent:' -e '^nobody:' | grep -q .") +
+		attempt("writable-system", "find /usr /etc /bin /lib /opt /proc/sys ! -type l -writable -print -quit 2>/dev/null | grep -q .") +
+		"id -un; cat " + shared + "/public.txt; echo; echo mine > /work/made-here.txt\n"
+	if os.Getuid() == 0 {
+		script += attempt("owner-only", "cat "+shared+"/owner-only.txt")
+	}
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "core-pattern", "sysrq", "kcore", "shadow", "host-etc", "host-users", "writable-system")
+	if os.Getuid() == 0 {
+		requireBlocked(t, out, "owner-only")
+	}
+	if !strings.Contains(out, "agent\npublic\n") {
+		t.Fatalf("the agent should be \"agent\" and read what policy shares:\n%s", out)
+	}
+	var st unix.Stat_t
+	must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "made-here.txt"), &st))
+	if os.Getuid() == 0 && (st.Uid < bwrap.LeaseUIDBase || st.Uid >= bwrap.LeaseUIDBase+bwrap.LeaseUIDCount || st.Gid != st.Uid) {
+		t.Fatalf("as root, the agent's file is owned by %d:%d, want the lease's own uid from %d", st.Uid, st.Gid, bwrap.LeaseUIDBase)
+	}
+	if os.Getuid() != 0 && int(st.Uid) != os.Getuid() {
+		t.Fatalf("the agent's file is owned by %d, want the user's %d", st.Uid, os.Getuid())
+	}
+}
+
+// Leases run by root differ from each other at the file-permission level.
+func TestSandboxLeasesAsRootHaveUIDsOfTheirOwn(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("a person's leases all run as that person")
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	owner := func() uint32 {
+		x, _ := runAgent(t, repo, "echo x > /work/f")
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "f"), &st))
+		return st.Uid
+	}
+	if a, b := owner(), owner(); a == b {
+		t.Fatalf("two leases ran as the same host uid %d", a)
+	}
+}
+
+// A descriptor that git-lease inherited without close-on-exec (an
+// orchestrator's, an IDE terminal's) does not reach the agent: a directory
+// descriptor would open the host's files through /proc/self/fd.
+func TestSandboxCannotUseInheritedDescriptors(t *testing.T) {
+	secret := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(secret, "inherited-secret.txt"), []byte("host file"), 0o644))
+	opened, err := syscall.Open(secret, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(opened)
+	// A high number without close-on-exec, as inherited descriptors come:
+	// low ones are taken over by the descriptors git-lease hands its
+	// children.
+	const fd = 90
+	must(t, unix.Dup3(opened, fd, 0))
+	defer syscall.Close(fd)
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	script := attempt("fd-path", "ls /proc/self/fd/*/ /proc/[0-9]*/fd/*/ 2>/dev/null | grep -q inherited-secret") +
+		attempt("fd-open", fmt.Sprintf("cat /proc/self/fd/%d/inherited-secret.txt", fd)) +
+		attempt("fd-list", fmt.Sprintf("ls -l /proc/[0-9]*/fd/ | grep -q -e %s -e ' %d -> '", secret, fd))
+	_, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "fd-path", "fd-open", "fd-list")
+}
+
+// The agent gets a fresh session keyring: it cannot see or read the keys
+// its launcher's session possesses, nor plant one there.
+func TestSandboxCannotReachTheLaunchersKeyring(t *testing.T) {
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {
+		t.Skipf("no keyrings here: %v", errno)
+	}
+	id, err := unix.AddKey("user", "git-lease-launcher-key", []byte("hunter2"), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		t.Skipf("cannot add a key: %v", err)
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	read := fmt.Sprintf(`perl -e 'my $b = "x" x 64; exit(syscall(%d, %d, %d, $b, 64) > 0 ? 0 : 1)'`, unix.SYS_KEYCTL, unix.KEYCTL_READ, id)
+	plant := fmt.Sprintf(`perl -e 'my ($t, $d, $p) = ("user", "git-lease-planted", "x"); exit(syscall(%d, $t, $d, $p, 1, %d) > 0 ? 0 : 1)'`,
+		unix.SYS_ADD_KEY, unix.KEY_SPEC_SESSION_KEYRING)
+	script := attempt("proc-keys", "grep -q git-lease-launcher /proc/keys") + attempt("read", read) + plant + "\n" +
+		fmt.Sprintf("perl -e 'exit(syscall(%d) > 0 ? 0 : 1)' && echo PERL-SYSCALL-WORKS\n", unix.SYS_GETPID)
+	_, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "proc-keys", "read")
+	if !strings.Contains(out, "PERL-SYSCALL-WORKS") {
+		t.Fatalf("the keyring attack could not run (perl's syscall failed):\n%s", out)
+	}
+	if planted, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", "git-lease-planted", 0); err == nil {
+		t.Fatalf("the agent planted key %d in the launcher's session keyring", planted)
+	}
+}
