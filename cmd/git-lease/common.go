@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/urfave/cli/v2"
@@ -49,10 +51,18 @@ func toJSON(x *gitlease.Execution) leaseJSON {
 	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String()}
 }
 
+// printJSON prints v indented, with the C1 and bidi controls that
+// encoding/json leaves raw escaped as well, since records hold text that
+// agents wrote and JSON is read on terminals too.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escape.JSON(b.Bytes()))
+	return err
 }
 
 // modeLabel never lets trusted_local read as a sandbox.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
@@ -89,7 +90,10 @@ Example:
 	}
 }
 
-// fail prints an error the way git does, on standard error.
+// fail prints an error the way git does, on standard error. Errors quote
+// agents' paths and output (a collection error, an agent's exit), so
+// terminal controls in them are escaped; line breaks are kept, as some
+// errors (a push's refusals) span lines.
 func fail(err error) {
-	fmt.Fprintf(os.Stderr, "git-lease: %v\n", err)
+	fmt.Fprintf(os.Stderr, "git-lease: %s\n", escape.Text([]byte(err.Error())))
 }
