@@ -16,6 +16,11 @@ import (
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON on standard output"}
 
+// progress is standard error for gitlease's progress lines, which quote
+// agents' text (a quarantined result's first finding). Each is a whole
+// line, so the writer never holds a partial sequence to flush.
+var progress = escape.NewWriter(os.Stderr)
+
 // openRepo opens the repository around the current directory.
 func openRepo() (*refs.Repo, error) {
 	wd, err := os.Getwd()
