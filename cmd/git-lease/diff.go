@@ -3,9 +3,9 @@ package main
 import (
 	"os"
 
-	"github.com/git-lease/git-lease/escape"
-
 	"github.com/urfave/cli/v2"
+
+	"github.com/git-lease/git-lease/escape"
 )
 
 func diffCommand() *cli.Command {
