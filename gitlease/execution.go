@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/git-lease/git-lease/escape"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 

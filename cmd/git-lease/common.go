@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/urfave/cli/v2"
 )

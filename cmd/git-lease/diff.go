@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-lease/git-lease/escape"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 func diffCommand() *cli.Command {

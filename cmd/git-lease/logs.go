@@ -3,8 +3,8 @@ package main
 import (
 	"os"
 
-	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/urfave/cli/v2"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 

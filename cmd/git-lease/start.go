@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/git-lease/git-lease/escape"
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/urfave/cli/v2"
 )
 
