@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -133,9 +134,12 @@ func logMessage(id refs.ID, from, to State, reason string) string {
 	return b.String()
 }
 
+// oneLine makes an agent's text (a reason, a blocked agent's question) a
+// single line for the log's trailers and the record: terminal controls
+// become spaces, since git log prints them raw.
 func oneLine(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if escape.IsControl(r) {
 			return ' '
 		}
 		return r

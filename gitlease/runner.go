@@ -181,7 +181,7 @@ func (x *Execution) activity(ctx context.Context, sup sandbox.Supervisor, e sand
 	a := &Activity{State: state, Message: oneLine(message), Since: x.Repo.Now()}
 	x.Event(ctx, state, func(l *Lease) { l.Activity = a }, nil)
 	if sup != nil {
-		sup.Report(ctx, e, state, message)
+		sup.Report(ctx, e, state, a.Message) // Herdr shows it in its terminal too
 	}
 }
 

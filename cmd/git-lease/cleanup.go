@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 func cleanupCommand() *cli.Command {
@@ -93,6 +94,6 @@ func printCleanup(x *gitlease.Execution, cl *gitlease.Cleanup, changed bool) {
 	}
 	fmt.Printf("lease %s: cleanup %s%s\n", x.Lease.ID, cl.State, note)
 	for _, item := range cl.Receipt {
-		fmt.Printf("  %-16s %-8s %s\n", item.Resource, item.Action, item.Detail)
+		fmt.Printf("  %-16s %-8s %s\n", item.Resource, item.Action, escape.Line(item.Detail))
 	}
 }

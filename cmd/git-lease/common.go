@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,11 +9,17 @@ import (
 	"strings"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/urfave/cli/v2"
 )
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON on standard output"}
+
+// progress is standard error for gitlease's progress lines, which quote
+// agents' text (a quarantined result's first finding). Each is a whole
+// line, so the writer never holds a partial sequence to flush.
+var progress = escape.NewWriter(os.Stderr)
 
 // openRepo opens the repository around the current directory.
 func openRepo() (*refs.Repo, error) {
@@ -49,10 +56,18 @@ func toJSON(x *gitlease.Execution) leaseJSON {
 	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String()}
 }
 
+// printJSON prints v indented, with the C1 and bidi controls that
+// encoding/json leaves raw escaped as well, since records hold text that
+// agents wrote and JSON is read on terminals too.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escape.JSON(b.Bytes()))
+	return err
 }
 
 // modeLabel never lets trusted_local read as a sandbox.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -79,7 +80,7 @@ func printFetch(remote string, rep *refs.FetchReport) error {
 			s.Name, s.Local.String()[:12], remote, s.Remote.String()[:12], s.Local.String()[:12], s.Remote.String()[:12])
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(w, "skipped\t%s\t%s\n", s.Name, s.Reason)
+		fmt.Fprintf(w, "skipped\t%s\t%s\n", escape.Line(s.Name), escape.Line(s.Reason))
 	}
 	if rep.NotesMerged {
 		fmt.Fprintf(w, "merged\t%s\tyour notes and %s's, none lost\n", refs.NotesRef, remote)

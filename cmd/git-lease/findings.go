@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -53,7 +54,9 @@ Example:
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "LEASE\tSEVERITY\tRULE\tPATH\tDETAIL")
 			for _, f := range list {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%q\t%s\n", f.Lease, f.Severity, f.Rule, f.Path, f.Detail)
+				// The path is quoted as Go quotes (every control escaped);
+				// the detail may name what the agent asked for (a host).
+				fmt.Fprintf(w, "%s\t%s\t%s\t%q\t%s\n", f.Lease, f.Severity, f.Rule, f.Path, escape.Line(f.Detail))
 			}
 			return w.Flush()
 		},

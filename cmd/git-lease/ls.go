@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/urfave/cli/v2"
 )
 
@@ -79,7 +80,9 @@ func runLs(mission, remote string, asJSON bool) error {
 				summary = l.Activity.Message
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, state, l.Mode, l.Base[:12], mission, summary)
+		// Mission and summary (a reason, the agent's message) are free
+		// text: one line each, no tab to break the columns.
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, state, l.Mode, l.Base[:12], escape.Line(mission), escape.Line(summary))
 	}
 	return w.Flush()
 }

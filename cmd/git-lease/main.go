@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
@@ -97,7 +98,10 @@ Example:
 	}
 }
 
-// fail prints an error the way git does, on standard error.
+// fail prints an error the way git does, on standard error. Errors quote
+// agents' paths and output (a collection error, an agent's exit), so
+// terminal controls in them are escaped; line breaks are kept, as some
+// errors (a push's refusals) span lines.
 func fail(err error) {
-	fmt.Fprintf(os.Stderr, "git-lease: %v\n", err)
+	fmt.Fprintf(os.Stderr, "git-lease: %s\n", escape.Text([]byte(err.Error())))
 }

@@ -28,7 +28,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			y, err := gitlease.Rebase(c.Context, x, c.String("onto"), os.Stderr)
+			y, err := gitlease.Rebase(c.Context, x, c.String("onto"), progress)
 			if y == nil {
 				return err
 			}

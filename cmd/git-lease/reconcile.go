@@ -29,7 +29,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			repairs, err := gitlease.Reconcile(c.Context, repo, gitlease.ReconcileOptions{Progress: os.Stderr})
+			repairs, err := gitlease.Reconcile(c.Context, repo, gitlease.ReconcileOptions{Progress: progress})
 			if c.Bool("json") {
 				printJSON(os.Stdout, repairs)
 			} else {

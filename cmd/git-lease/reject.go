@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 func rejectCommand() *cli.Command {
@@ -28,7 +29,7 @@ Example:
 			if err := gitlease.Reject(c.Context, x, c.String("reason")); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "lease %s: rejected: %s\n", x.Lease.ID, x.Lease.Reason)
+			fmt.Fprintf(os.Stderr, "lease %s: rejected: %s\n", x.Lease.ID, escape.Line(x.Lease.Reason))
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 var errReviewMismatch = errors.New("review: what you look at is not what the lease recorded")
@@ -42,10 +43,10 @@ Example:
 					fmt.Printf("checked: %s\n", what)
 				}
 				for _, p := range rep.Problems {
-					fmt.Printf("MISMATCH: %s\n", p)
+					fmt.Printf("MISMATCH: %s\n", escape.Line(p))
 				}
 				for _, d := range rep.Worktree {
-					fmt.Printf("  worktree %s\n", d)
+					fmt.Printf("  worktree %s\n", escape.Line(d))
 				}
 				if rep.Match {
 					fmt.Printf("lease %s: the review branch and worktree are exactly the recorded result\n", rep.ID)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,12 +49,15 @@ func runShow(prefix string, asJSON bool) error {
 }
 
 // printLease leads with what a reviewer needs: state and why, mode, base,
-// failing checks, the files changed, findings; then where to look.
+// failing checks, the files changed, findings; then where to look. Free
+// text (an agent's paths, a reason quoting its errors, a fetched lease's
+// mission and command) goes through escape.Line: one line each, and no
+// terminal controls.
 func printLease(w io.Writer, x *gitlease.Execution) {
 	l := x.Lease
 	fmt.Fprintf(w, "lease %s: %s\n", l.ID, l.State)
 	if l.Reason != "" {
-		fmt.Fprintf(w, "reason:   %s\n", l.Reason)
+		fmt.Fprintf(w, "reason:   %s\n", escape.Line(l.Reason))
 	}
 	fmt.Fprintf(w, "mode:     %s\n", modeLabel(l))
 	base := l.Base
@@ -61,19 +65,19 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	case l.SnapshotOf != "":
 		base += fmt.Sprintf(" (snapshot of uncommitted changes on %s)", l.SnapshotOf[:12])
 	case l.BaseRef != "":
-		base += " (" + strings.TrimPrefix(l.BaseRef, "refs/heads/") + ")"
+		base += " (" + escape.Line(strings.TrimPrefix(l.BaseRef, "refs/heads/")) + ")"
 	}
 	fmt.Fprintf(w, "base:     %s\n", base)
 	if r := l.Result; r != nil {
 		if len(r.Checks) > 0 {
 			fmt.Fprintf(w, "checks:   %s\n", checksLine(r.Checks))
 			for i, c := range r.Checks {
-				fmt.Fprintf(w, "  %-4s %s%s\n", checkMark(c), c.Command, checkDetail(c, i+1, string(l.ID)))
+				fmt.Fprintf(w, "  %-4s %s%s\n", checkMark(c), escape.Line(c.Command), checkDetail(c, i+1, string(l.ID)))
 			}
 		}
-		fmt.Fprintf(w, "result:   %s (%s)\n", r.Summary, r.Status)
+		fmt.Fprintf(w, "result:   %s (%s)\n", escape.Line(r.Summary), r.Status)
 		for _, f := range r.Manifest {
-			fmt.Fprintf(w, "  %s %s\n", f.Status, f.Path)
+			fmt.Fprintf(w, "  %s %s\n", f.Status, escape.Line(f.Path))
 		}
 	}
 	if len(l.Findings) > 0 {
@@ -83,7 +87,7 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 				fmt.Fprintf(w, "  … and %d more\n", len(l.Findings)-i)
 				break
 			}
-			fmt.Fprintf(w, "  %s %s %q: %s\n", f.Severity, f.Rule, f.Path, f.Detail)
+			fmt.Fprintf(w, "  %s %s %q: %s\n", f.Severity, f.Rule, f.Path, escape.Line(f.Detail))
 		}
 	}
 	fmt.Fprintf(w, "branch:   %s\n", l.Branch)
@@ -93,17 +97,17 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "worktree: %s\n", x.Worktree())
 	}
 	if l.Mission != "" {
-		fmt.Fprintf(w, "mission:  %s\n", l.Mission)
+		fmt.Fprintf(w, "mission:  %s\n", escape.Line(l.Mission))
 	}
-	fmt.Fprintf(w, "command:  %s\n", strings.Join(l.Command, " "))
+	fmt.Fprintf(w, "command:  %s\n", escape.Line(strings.Join(l.Command, " ")))
 	if l.Dir != "" {
-		fmt.Fprintf(w, "dir:      %s/ (where the agent started)\n", l.Dir)
+		fmt.Fprintf(w, "dir:      %s/ (where the agent started)\n", escape.Line(l.Dir))
 	}
 	if l.AgentPreset != "" {
 		fmt.Fprintf(w, "preset:   %s\n", l.AgentPreset)
 	}
 	if n := l.Network; n != nil || len(l.Policy.Network.Allow) > 0 {
-		fmt.Fprintf(w, "network:  %s\n", networkLine(l))
+		fmt.Fprintf(w, "network:  %s\n", escape.Line(networkLine(l)))
 	}
 	for _, c := range l.Credentials {
 		fmt.Fprintf(w, "credential: %s (%s, %s)\n", c.Name, c.Kind, c.Fingerprint)
@@ -115,7 +119,7 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
 		for _, item := range c.Receipt {
 			if item.Action == "failed" {
-				fmt.Fprintf(w, "  %s: %s\n", item.Resource, item.Detail)
+				fmt.Fprintf(w, "  %s: %s\n", item.Resource, escape.Line(item.Detail))
 			}
 		}
 	}
@@ -127,9 +131,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	}
 	for _, a := range resultArtifacts(l) {
 		if a.Missing != "" {
-			fmt.Fprintf(w, "artifact: %s (not kept: %s)\n", a.Path, a.Missing)
+			fmt.Fprintf(w, "artifact: %s (not kept: %s)\n", escape.Line(a.Path), escape.Line(a.Missing))
 		} else {
-			fmt.Fprintf(w, "artifact: %s (%d bytes, sha256:%s)\n", a.Path, a.Size, a.SHA256)
+			fmt.Fprintf(w, "artifact: %s (%d bytes, sha256:%s)\n", escape.Line(a.Path), a.Size, a.SHA256)
 		}
 	}
 }
@@ -184,7 +188,7 @@ func checkMark(c gitlease.CheckResult) string {
 func checkDetail(c gitlease.CheckResult, n int, id string) string {
 	switch {
 	case c.Skipped != "":
-		return " (" + c.Skipped + ")"
+		return " (" + escape.Line(c.Skipped) + ")"
 	case c.Bound != "":
 		return fmt.Sprintf(" (stopped at the %s bound; git lease logs --check %d %s)", c.Bound, n, id[:8])
 	case !c.Passed:

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/urfave/cli/v2"
 )
 
@@ -58,7 +59,7 @@ Example:
 		Action: func(c *cli.Context) error {
 			opts := gitlease.StartOptions{
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
-				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: os.Stderr,
+				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: progress,
 				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
 				Prompt: c.String("prompt"), PrivatePrompt: c.Bool("private-prompt"), TTY: c.Bool("tty"),
 				Supervisor: c.String("supervisor"), Detach: c.Bool("detach"),
@@ -75,7 +76,9 @@ Example:
 				opts.Prompt = string(b)
 			}
 			if !c.Bool("quiet") {
-				opts.Output = os.Stderr
+				live := escape.NewWriter(os.Stderr) // the agent's output, escaped as logs escapes it
+				defer live.Close()
+				opts.Output = live
 			}
 			if opts.Mode != gitlease.Sandboxed && opts.Mode != gitlease.TrustedLocal {
 				return usagef("unknown --mode %q: use sandboxed or trusted_local", opts.Mode)
@@ -112,7 +115,7 @@ func runStart(opts gitlease.StartOptions, asJSON bool) error {
 		return nil
 	}
 	if x.Lease.State != gitlease.Review {
-		fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)
+		fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, escape.Line(x.Lease.Reason))
 		return errLeaseFailed
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 var errNotVerified = errors.New("verification failed")
@@ -73,7 +74,7 @@ Example:
 				}
 				fmt.Printf("lease %s: FAILED\n", rep.ID)
 				for _, p := range rep.Problems {
-					fmt.Printf("  %s\n", p)
+					fmt.Printf("  %s\n", escape.Line(p))
 				}
 			}
 			if c.Bool("json") {

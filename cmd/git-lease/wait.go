@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 )
 
 func waitCommand() *cli.Command {
@@ -48,10 +49,10 @@ Example:
 // settledExit reports a settled lease the way start does.
 func settledExit(x *gitlease.Execution) error {
 	if x.Lease.State == gitlease.Review || x.Lease.State == gitlease.Applied {
-		fmt.Fprintf(os.Stderr, "lease %s: %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Result.Summary)
+		fmt.Fprintf(os.Stderr, "lease %s: %s: %s\n", x.Lease.ID, x.Lease.State, escape.Line(x.Lease.Result.Summary))
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)
+	fmt.Fprintf(os.Stderr, "git-lease: lease %s is %s: %s\n", x.Lease.ID, x.Lease.State, escape.Line(x.Lease.Reason))
 	return errLeaseFailed
 }
 
@@ -89,7 +90,7 @@ Example:
 			if err := gitlease.Cancel(c.Context, x, c.Duration("grace")); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "lease %s: %s: %s\n", x.Lease.ID, x.Lease.State, x.Lease.Reason)
+			fmt.Fprintf(os.Stderr, "lease %s: %s: %s\n", x.Lease.ID, x.Lease.State, escape.Line(x.Lease.Reason))
 			return nil
 		},
 	}
@@ -135,7 +136,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := gitlease.CollectPartial(c.Context, x, os.Stderr); err != nil {
+			if err := gitlease.CollectPartial(c.Context, x, progress); err != nil {
 				return err
 			}
 			return settledExit(x)
