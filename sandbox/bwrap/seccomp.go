@@ -52,9 +52,9 @@ var seccompEntries = []seccompEntry{
 	// the start of many escalations; bwrap's --disable-userns stops user
 	// namespaces, this stops every kind. clone3 keeps its flags behind a
 	// pointer that a filter cannot read, so it fails with ENOSYS, on which
-	// glibc and musl fall back to clone. Docker refuses the same, with the
-	// same clone mask and clone3 answer; Flatpak refuses unshare, setns,
-	// clone with CLONE_NEWUSER, and clone3 with ENOSYS.
+	// glibc falls back to clone. Docker refuses the same, with the same
+	// clone mask and clone3 answer; Flatpak refuses unshare, setns, clone
+	// with CLONE_NEWUSER, and clone3 with ENOSYS.
 	{"namespaces", append(refuse(unix.SYS_UNSHARE, unix.SYS_SETNS),
 		seccompRule{nr: unix.SYS_CLONE, errno: unix.EPERM, check: anyBit(0, cloneNewFlags)},
 		seccompRule{nr: unix.SYS_CLONE3, errno: unix.ENOSYS})},
