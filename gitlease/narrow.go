@@ -8,8 +8,8 @@ import (
 )
 
 // A repository's .lease.toml, read from the base commit, may only narrow
-// the trusted policy: lower limits, fewer destinations and credentials,
-// more protected paths and checks.
+// the trusted policy: lower limits, fewer destinations, credentials and
+// seccomp entries let through, more protected paths and checks.
 
 // ErrWiden is returned when a repository's .lease.toml asks for more than
 // the trusted policy allows.
@@ -73,6 +73,8 @@ func narrow(eff *Effective, b []byte, source string) error {
 			req.Result.Protected = union(trusted.Result.Protected, req.Result.Protected)
 		case "checks":
 			req.Checks = union(trusted.Checks, req.Checks)
+		case "bwrap.seccomp_allow":
+			err = subset(k, req.Bwrap.SeccompAllow, trusted.Bwrap.SeccompAllow, wider)
 		case "agents", "credential_files":
 			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: agent presets and credential files name programs and files of your machine", ErrWiden, source, k)
 		case "crabbox.provider":

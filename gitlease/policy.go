@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // Policy is what a lease may do. Trusted policy comes from the user's own
@@ -37,8 +38,17 @@ type Policy struct {
 	Agents          map[string]AgentPreset `toml:"agents" json:"-"`
 	CredentialFiles map[string]string      `toml:"credential_files" json:"-"`
 
+	// Bwrap applies when Provider is "bwrap".
+	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
 	Crabbox CrabboxPolicy `toml:"crabbox" json:"crabbox"`
+}
+
+// BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
+// sandbox's seccomp filter that a lease lets through (for example "perf"
+// to profile); none by default. A .lease.toml may only name fewer.
+type BwrapPolicy struct {
+	SeccompAllow []string `toml:"seccomp_allow" json:"seccomp_allow"`
 }
 
 // Limits bound one agent run.
@@ -80,6 +90,7 @@ func DefaultPolicy() Policy {
 			Protected: []string{".github/", ".gitlab-ci.yml", ".gitattributes", ".gitmodules", ".envrc",
 				".vscode/", ".idea/", ".claude/", ".mcp.json", ".lease.toml"},
 		},
+		Bwrap:   BwrapPolicy{SeccompAllow: []string{}},
 		Crabbox: defaultCrabbox(),
 	}
 }
@@ -202,7 +213,7 @@ var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
 	"read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
 	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "checks",
-	"crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
+	"bwrap.seccomp_allow", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
@@ -237,6 +248,7 @@ func (p Policy) clone() Policy {
 	p.Checks = slices.Clone(p.Checks)
 	p.Agents = maps.Clone(p.Agents)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
+	p.Bwrap.SeccompAllow = slices.Clone(p.Bwrap.SeccompAllow)
 	p.Crabbox.Sandboxed = slices.Clone(p.Crabbox.Sandboxed)
 	return p
 }
@@ -252,6 +264,9 @@ func (e *Effective) validate() error {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return fmt.Errorf("read_only = %q (%s): use clean absolute paths", p, e.Sources["read_only"])
 		}
+	}
+	if err := bwrap.CheckSeccompAllow(e.Bwrap.SeccompAllow); err != nil {
+		return fmt.Errorf("bwrap.seccomp_allow (%s): %w", e.Sources["bwrap.seccomp_allow"], err)
 	}
 	if err := e.validateAccess(); err != nil {
 		return err

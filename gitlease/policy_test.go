@@ -79,6 +79,7 @@ func TestPolicyRepoMayNotWiden(t *testing.T) {
 		{"submodules", "[result]\nsubmodules = true", "result.submodules"},
 		{"another provider", "provider = \"worktree\"", "provider"},
 		{"more files", "[result]\nmax_files = 20000", "result.max_files"},
+		{"a seccomp entry", "[bwrap]\nseccomp_allow = [\"perf\"]", `bwrap.seccomp_allow = ["perf"], but the trusted policy allows []`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,5 +106,42 @@ func TestPolicyFileInsideRepositoryIsRefused(t *testing.T) {
 	head, _ := repo.ResolveCommit("HEAD")
 	if _, err := LoadPolicy(repo, head); err == nil || !strings.Contains(err.Error(), "inside the repository") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Trusted policy may let entries of the sandbox's seccomp filter through,
+// and the lease's sandbox spec carries them to the provider; a .lease.toml
+// may only let fewer through.
+func TestPolicySeccompAllow(t *testing.T) {
+	trusted := "[bwrap]\nseccomp_allow = [\"perf\", \"io_uring\"]\n"
+	repo, eff, err := policyRepo(t, trusted, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(eff.Bwrap.SeccompAllow, []string{"perf", "io_uring"}) || eff.Sources["bwrap.seccomp_allow"] != SourceTrusted {
+		t.Fatalf("bwrap.seccomp_allow = %q from %s", eff.Bwrap.SeccompAllow, eff.Sources["bwrap.seccomp_allow"])
+	}
+	head, _ := repo.ResolveCommit("HEAD")
+	x := &Execution{Repo: repo, Lease: &Lease{ID: "0123456789ab", Base: head.String(), Policy: eff}}
+	if got := x.spec().SeccompAllow; !slices.Equal(got, []string{"perf", "io_uring"}) {
+		t.Fatalf("the sandbox spec lets %q through", got)
+	}
+
+	_, eff, err = policyRepo(t, trusted, "[bwrap]\nseccomp_allow = [\"perf\"]")
+	if err != nil || !slices.Equal(eff.Bwrap.SeccompAllow, []string{"perf"}) || !strings.HasPrefix(eff.Sources["bwrap.seccomp_allow"], ".lease.toml at ") {
+		t.Fatalf("narrowed: %v %q", err, eff.Bwrap.SeccompAllow)
+	}
+	_, _, err = policyRepo(t, trusted, "[bwrap]\nseccomp_allow = [\"perf\", \"keyring\"]")
+	if !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), `bwrap.seccomp_allow = ["keyring"]`) {
+		t.Fatalf("widened: %v", err)
+	}
+
+	_, eff, err = policyRepo(t, "", "")
+	if err != nil || eff.Bwrap.SeccompAllow == nil || len(eff.Bwrap.SeccompAllow) != 0 {
+		t.Fatalf("default: %v %#v", err, eff.Bwrap.SeccompAllow)
+	}
+	_, _, err = policyRepo(t, "[bwrap]\nseccomp_allow = [\"ptrace\"]\n", "")
+	if err == nil || !strings.Contains(err.Error(), `bwrap.seccomp_allow (trusted policy): unknown seccomp entry "ptrace" (known: keyring, mount,`) {
+		t.Fatalf("unknown entry: %v", err)
 	}
 }

@@ -297,7 +297,8 @@ func (x *Execution) spec() sandbox.Spec {
 		ExportBase: func(dir string) error {
 			return x.Repo.ExportTree(plumbing.NewHash(tree), dir)
 		},
-		ReadOnly: x.Lease.Policy.ReadOnly,
+		ReadOnly:     x.Lease.Policy.ReadOnly,
+		SeccompAllow: x.Lease.Policy.Bwrap.SeccompAllow,
 		Limits: sandbox.Limits{
 			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
 			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),

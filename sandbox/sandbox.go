@@ -40,6 +40,11 @@ type Spec struct {
 	// prompt, the agent's state file, its credential files) at fixed places
 	// inside the sandbox.
 	Binds []Bind
+	// SeccompAllow names the entries of a provider's default seccomp
+	// filter that trusted policy lets through (bwrap's are listed in
+	// sandbox/bwrap/seccomp.go); nil lets none through. Providers without
+	// such a filter ignore it.
+	SeccompAllow []string
 }
 
 // Bind puts one host file at Sandbox, inside the sandbox. Providers without
