@@ -124,3 +124,24 @@ func TestSandboxCannotReachTheLaunchersKeyring(t *testing.T) {
 		t.Fatalf("the agent planted key %d in the launcher's session keyring", planted)
 	}
 }
+
+// The default seccomp filter refuses what no coding agent needs, and which
+// the sandbox would otherwise allow its unprivileged agent: each call here
+// succeeds in a sandbox without the filter.
+func TestSandboxCannotUseRefusedKernelCalls(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	call := func(args string) string {
+		return fmt.Sprintf(`perl -e 'my $p = "\0" x 128; my $r = syscall(%s); exit($r >= 0 ? 0 : 1)'`, args)
+	}
+	script := attempt("join-keyring", call(fmt.Sprintf("%d, %d, 0", unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING))) +
+		attempt("add-key", call(fmt.Sprintf(`%d, my $t = "user", my $d = "k", $p, 1, %d`, unix.SYS_ADD_KEY, unix.KEY_SPEC_PROCESS_KEYRING))) +
+		attempt("userfaultfd", call(fmt.Sprintf("%d, 1", unix.SYS_USERFAULTFD))) + // UFFD_USER_MODE_ONLY: allowed unprivileged
+		attempt("io-uring", call(fmt.Sprintf("%d, 1, $p", unix.SYS_IO_URING_SETUP))) +
+		attempt("unshare", "unshare -r true") +
+		"grep '^Seccomp_filters:' /proc/self/status\n"
+	_, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "join-keyring", "add-key", "userfaultfd", "io-uring", "unshare")
+	if !strings.Contains(out, "Seccomp_filters:\t1") {
+		t.Fatalf("the agent runs without the filter:\n%s", out)
+	}
+}

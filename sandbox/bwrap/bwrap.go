@@ -172,8 +172,12 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			}
 		}
 	}
+	filter, err := seccompFilter(spec.SeccompAllow)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Bwrap: bwrapPath,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Bwrap: bwrapPath, Seccomp: filter,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
