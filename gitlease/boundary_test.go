@@ -35,12 +35,15 @@ func TestSandboxCannotActAsHostRoot(t *testing.T) {
 		attempt("host-etc", "ls /etc/ssh || ls /etc/sudoers || ls /etc/gitconfig || ls /etc/apt") +
 		attempt("host-users", "getent passwd | grep -v -e '^root:' -e '^agent:' -e '^nobody:' | grep -q .") +
 		attempt("writable-system", "find /usr /etc /bin /lib /opt /proc/sys ! -type l -writable -print -quit 2>/dev/null | grep -q .") +
+		// What the agent can read there is what anyone can: nothing
+		// the host keeps to an owner or a group.
+		attempt("owner-readable", "find /usr /etc /bin /lib /opt -type f -readable ! -perm -o=r -print -quit 2>/dev/null | grep -q .") +
 		"id -un; cat " + shared + "/public.txt; echo; echo mine > /work/made-here.txt\n"
 	if os.Getuid() == 0 {
 		script += attempt("owner-only", "cat "+shared+"/owner-only.txt")
 	}
 	x, out := runAgent(t, repo, script)
-	requireBlocked(t, out, "core-pattern", "sysrq", "kcore", "shadow", "host-etc", "host-users", "writable-system")
+	requireBlocked(t, out, "core-pattern", "sysrq", "kcore", "shadow", "host-etc", "host-users", "writable-system", "owner-readable")
 	if os.Getuid() == 0 {
 		requireBlocked(t, out, "owner-only")
 	}
