@@ -148,3 +148,28 @@ func TestSandboxCannotUseRefusedKernelCalls(t *testing.T) {
 		t.Fatalf("the agent runs without the filter:\n%s", out)
 	}
 }
+
+// Empty files cost no bytes but kernel memory: /tmp, the home and
+// /dev/shm share one tmpfs whose inodes the kernel bounds.
+func TestBoundsKernelCountsScratchInodes(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\ndisk = \"64MiB\"\n")
+	// 64 MiB allows 4096 inodes; the three places share them.
+	x, out := runAgent(t, repo, "for i in $(seq 3000); do : > /tmp/t$i && : > ~/h$i || break; done; ls /tmp | wc -l; ls ~ | wc -l")
+	if f := strings.Fields(out); len(f) < 2 || f[len(f)-2] == "3000" && f[len(f)-1] == "3000" {
+		t.Fatalf("6000 empty files fit in the scratch tmpfs (state %s):\n%s", x.Lease.State, out)
+	}
+}
+
+// With a cgroup, the CPU bound is the lease's total: processes that each
+// stay under it cannot add up past it.
+func TestBoundsKernelCountsTheLeasesCPUTotal(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\ncpu = \"2s\"\n")
+	// One after another, each under the bound even on an idle machine.
+	x, out := runAgent(t, repo, "for i in 1 2 3 4 5; do timeout 1.5 sh -c 'while :; do :; done'; done; sleep 60")
+	if !strings.Contains(x.Lease.Enforcement, "cpu total") {
+		t.Skipf("no cgroup counts CPU here (%s)", x.Lease.Enforcement)
+	}
+	if x.Lease.State != Failed || x.Lease.Agent == nil || x.Lease.Agent.Bound != "cpu" {
+		t.Fatalf("state %s, agent %+v: want failed at the cpu bound\n%s", x.Lease.State, x.Lease.Agent, out)
+	}
+}

@@ -20,6 +20,7 @@ func TestBoundsStopTheAgent(t *testing.T) {
 		{"output", `output = "64KiB"`, "yes", "output"},
 		{"processes", `processes = 20`, "for i in $(seq 200); do sleep 60 & done; wait", "processes"},
 		{"memory", `memory = "64MiB"`, "exec tail /dev/zero", "memory"},
+		{"memory in tmpfs, which no RSS shows", `memory = "64MiB"`, "head -c 200M /dev/zero > /dev/shm/fill; sleep 60", "memory"},
 		{"disk, one big file", `disk = "8MiB"`, "exec head -c 64M /dev/zero > big", "disk"},
 		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
 		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},

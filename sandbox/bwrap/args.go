@@ -35,10 +35,32 @@ type stage struct {
 // and the lease's runtime directory, which holds the upper and work
 // directories (overlayfs wants both on one mount).
 const (
-	stageLower  = "lower"
-	stageLease  = "lease"
-	stageMerged = "merged" // the overlay's mount point, made by the init
+	stageLower   = "lower"
+	stageLease   = "lease"
+	stageMerged  = "merged"  // the overlay's mount point, made by the init
+	stageScratch = "scratch" // the tmpfs behind /tmp, the home and /dev/shm
 )
+
+// scratchDirs are the agent's places on the scratch tmpfs.
+var scratchDirs = []struct {
+	name, dest string
+	mode       os.FileMode
+}{{"tmp", "/tmp", os.ModeSticky | 0o777}, {"home", agentHome, 0o755}, {"shm", "/dev/shm", os.ModeSticky | 0o777}}
+
+// scratchOptions are the scratch tmpfs's mount options. Its files are
+// memory, so its size is the smaller of the disk and memory bounds, and
+// the host counts what it holds as the agent's memory (see limiter). Its
+// inodes are bounded too: empty files cost kernel memory, not bytes.
+func scratchOptions(l sandbox.Limits) string {
+	size := l.DiskBytes
+	if l.MemoryBytes > 0 && (size == 0 || l.MemoryBytes < size) {
+		size = l.MemoryBytes
+	}
+	if size == 0 {
+		return "mode=0755"
+	}
+	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, max(1024, size/(16<<10)))
+}
 
 // sandboxView is what bwrap shows the agent: its options, and the stages
 // the init must prepare for them.
@@ -88,23 +110,13 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandbo
 	}
 	v.etcOptions()
 	v.procOptions()
-	tmpSize := fmt.Sprint(spec.Limits.DiskBytes)
 	v.add("--dev", "/dev")
-	if spec.Limits.DiskBytes > 0 {
-		v.add("--size", tmpSize)
+	// /tmp, the home and /dev/shm are one tmpfs that the init mounts with
+	// a size and an inode count (see scratchOptions), so that the kernel
+	// bounds all three together; bwrap's own --tmpfs takes no inode count.
+	for _, d := range scratchDirs {
+		v.add("--bind", path.Join(stageDir, stageScratch, d.name), d.dest)
 	}
-	v.add("--tmpfs", "/tmp")
-	if spec.Limits.DiskBytes > 0 {
-		v.add("--size", tmpSize)
-	}
-	v.add("--tmpfs", agentHome)
-	if spec.Limits.DiskBytes > 0 {
-		v.add("--size", tmpSize)
-	}
-	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
-	// that nothing but /work, /tmp, the home and /dev/shm (all bounded) can
-	// be written.
-	v.add("--tmpfs", "/dev/shm")
 	// Shared paths come after the tmpfs mounts, which would hide them.
 	for _, ro := range spec.ReadOnly {
 		v.stageBind(ro, ro, false)
@@ -116,6 +128,9 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandbo
 		v.stageBind(self, selfInSandbox, false)
 		v.stageBind(spec.ProxySocket, socketInSandbox, true) // connecting needs a writable bind
 	}
+	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
+	// that nothing but /work and the scratch tmpfs (both bounded) can be
+	// written.
 	v.add("--bind", path.Join(stageDir, stageMerged), workDir,
 		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", path.Join(workDir, cmd.Dir), "--clearenv")
 	for _, kv := range agentEnv(spec, cmd.Env) {

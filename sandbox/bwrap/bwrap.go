@@ -177,7 +177,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Bwrap: bwrapPath, Seccomp: filter,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
@@ -279,6 +279,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
+	lim.openScratch(c.Process.Pid)
 	return &process{Proc: proc, counters: openCounters(first)}, nil
 }
 

@@ -21,17 +21,21 @@ import (
 type cgroup struct {
 	kind string   // "cgroup v2" or "cgroup v1"
 	dirs []string // one per hierarchy (v2: one)
+	// usage is the file that counts the CPU time of every process that
+	// was ever in the cgroup ("" when there is none): the lease's total,
+	// which no per-process rlimit gives.
+	usage string
 }
 
 // newCgroup creates the lease's cgroup with its limits, or returns nil when
 // no writable cgroup with both controllers exists.
 func newCgroup(id string, limits sandbox.Limits) *cgroup {
-	if limits.MemoryBytes == 0 && limits.Processes == 0 {
+	if limits.MemoryBytes == 0 && limits.Processes == 0 && limits.CPU == 0 {
 		return nil
 	}
 	name := "git-lease-" + id
 	if dir := v2Dir(); dir != "" {
-		cg := &cgroup{kind: "cgroup v2", dirs: []string{filepath.Join(dir, name)}}
+		cg := &cgroup{kind: "cgroup v2", dirs: []string{filepath.Join(dir, name)}, usage: filepath.Join(dir, name, "cpu.stat")}
 		if cg.create(map[string]string{"memory.max": num(limits.MemoryBytes), "memory.swap.max": "0", "pids.max": num(int64(limits.Processes) + 3)}) {
 			return cg
 		}
@@ -39,6 +43,10 @@ func newCgroup(id string, limits sandbox.Limits) *cgroup {
 	mem, pids := v1Dir("memory"), v1Dir("pids")
 	if mem != "" && pids != "" {
 		cg := &cgroup{kind: "cgroup v1", dirs: []string{filepath.Join(mem, name), filepath.Join(pids, name)}}
+		if cpu := v1Dir("cpuacct"); cpu != "" && limits.CPU > 0 {
+			cg.dirs = append(cg.dirs, filepath.Join(cpu, name))
+			cg.usage = filepath.Join(cpu, name, "cpuacct.usage")
+		}
 		if cg.create(map[string]string{"memory.limit_in_bytes": num(limits.MemoryBytes), "pids.max": num(int64(limits.Processes) + 3)}) {
 			return cg
 		}
@@ -86,6 +94,24 @@ func (c *cgroup) add(pid int) error {
 		}
 	}
 	return nil
+}
+
+// cpuTime is the CPU time the lease's processes have used, dead ones
+// included, and false when the cgroup does not count it.
+func (c *cgroup) cpuTime() (time.Duration, bool) {
+	if c.usage == "" {
+		return 0, false
+	}
+	if strings.HasSuffix(c.usage, "cpu.stat") {
+		usec := counter(c.usage, "usage_usec")
+		return time.Duration(usec) * time.Microsecond, true
+	}
+	b, err := os.ReadFile(c.usage)
+	if err != nil {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return time.Duration(ns), err == nil
 }
 
 // bound names the bound the kernel enforced, from the cgroup's counters.

@@ -35,6 +35,7 @@ type initSpec struct {
 	Stages  []stage
 	Mounts  bool              // the stages' mounts come on fdMounts
 	Etc     map[string]string // generated /etc files
+	Scratch string            // the scratch tmpfs's mount options
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent

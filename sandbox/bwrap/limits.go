@@ -32,6 +32,7 @@ type limiter struct {
 
 	mu       sync.Mutex
 	pidns    string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
+	scratch  int    // the scratch tmpfs, opened through the sandbox's mounts (-1: none)
 	peakRSS  int64
 	diskBusy bool
 }
@@ -41,15 +42,19 @@ func newLimiter(spec sandbox.Spec) *limiter {
 	if spec.ProxySocket != "" {
 		threads += forwarderThreads
 	}
-	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits), threads: threads}
+	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}
 }
 
 // enforcement names the kernel mechanism, for the lease record.
 func (l *limiter) enforcement() string {
-	if l.cg != nil {
-		return l.cg.kind + " (memory, processes) + rlimits (cpu, file size)"
+	scratch := "; tmpfs size and inodes (/tmp, home, /dev/shm)"
+	switch {
+	case l.cg == nil:
+		return "rlimits (memory, processes, cpu, file size)" + scratch
+	case l.cg.usage != "":
+		return l.cg.kind + " (memory, processes, cpu total) + rlimits (cpu, file size)" + scratch
 	}
-	return "rlimits (memory, processes, cpu, file size)"
+	return l.cg.kind + " (memory, processes) + rlimits (cpu, file size)" + scratch
 }
 
 // rlimits are set by the sandbox init, after its user namespace exists, so
@@ -96,6 +101,30 @@ func sandboxPID(pid int) int {
 		}
 	}
 	return 0
+}
+
+// openScratch opens the scratch tmpfs through the mount namespace of pid
+// (bwrap, which stays in the init's), so that each tick can ask the kernel
+// what the agent keeps there.
+func (l *limiter) openScratch(pid int) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root"+filepath.Join(stageDir, stageScratch), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		l.mu.Lock()
+		l.scratch = fd
+		l.mu.Unlock()
+	}
+}
+
+// scratchBytes is what the scratch tmpfs holds (0 when it is not open).
+func (l *limiter) scratchBytes() int64 {
+	l.mu.Lock()
+	fd := l.scratch
+	l.mu.Unlock()
+	var st unix.Statfs_t
+	if fd < 0 || unix.Fstatfs(fd, &st) != nil {
+		return 0
+	}
+	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
 
 // started learns the sandbox's pid namespace from its first process.
@@ -153,6 +182,11 @@ func (l *limiter) watch() string {
 	if b := l.watchProcesses(); b != "" {
 		return b
 	}
+	if l.cg != nil && l.limits.CPU > 0 {
+		if used, ok := l.cg.cpuTime(); ok && used >= l.limits.CPU {
+			return sandbox.BoundCPU
+		}
+	}
 	if l.limits.DiskBytes > 0 {
 		l.mu.Lock()
 		busy := l.diskBusy
@@ -202,6 +236,8 @@ func (l *limiter) watchProcesses() string {
 			}
 		}
 	}
+	// tmpfs pages are memory that no process's RSS shows.
+	rss += l.scratchBytes()
 	l.mu.Lock()
 	l.peakRSS = max(l.peakRSS, rss)
 	l.mu.Unlock()
@@ -219,6 +255,12 @@ func (l *limiter) watchProcesses() string {
 // than by a kill the host decided, and removes the cgroup. Signals reach the
 // host as bwrap's exit code 128+n.
 func (l *limiter) finish(exit *sandbox.Exit, state *os.ProcessState) {
+	l.mu.Lock()
+	if l.scratch >= 0 {
+		unix.Close(l.scratch)
+		l.scratch = -1
+	}
+	l.mu.Unlock()
 	if l.cg != nil {
 		if exit.Bound == "" {
 			exit.Bound = l.cg.bound()

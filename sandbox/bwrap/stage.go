@@ -104,6 +104,22 @@ func stageAll(spec initSpec, fds []int) error {
 			return fmt.Errorf("stage %s: %w", s.Name, err)
 		}
 	}
+	scratch := filepath.Join(stageDir, stageScratch)
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, spec.Scratch); err != nil {
+		return fmt.Errorf("mount the scratch tmpfs (%s): %w", spec.Scratch, err)
+	}
+	for _, d := range scratchDirs {
+		dir := filepath.Join(scratch, d.name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, d.mode); err != nil { // past the umask
+			return err
+		}
+	}
 	for name, content := range spec.Etc {
 		if err := os.WriteFile(filepath.Join(stageDir, "etc", name), []byte(content), 0o644); err != nil {
 			return err
