@@ -53,10 +53,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err := (headless.Supervisor{Dir: x.RunDir()}).RecordRunner(os.Getpid()); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	if err := os.WriteFile(x.statePath(), nil, 0o666); err != nil {
+	if err := createStateFile(x.statePath()); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	os.Chmod(x.statePath(), 0o666) // the agent, another uid in the sandbox, writes it
 	spec := x.spec()
 	spec.Binds = []sandbox.Bind{{Host: x.statePath(), Sandbox: stateInSandbox, Writable: true}}
 	env := []string{"LEASE_STATE_FILE=" + stateInSandbox}
@@ -148,7 +147,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		case <-ctx.Done():
 			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", progress)
 		case <-watch.C:
-			b, _ := os.ReadFile(x.statePath())
+			b := readState(x.statePath())
 			if len(bytes.TrimSpace(b)) == 0 {
 				continue // nothing said yet, or caught between truncate and write
 			}
@@ -157,31 +156,6 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 				x.activity(ctx, sup, endpoint, state, msg)
 			}
 		}
-	}
-}
-
-// parseState reads the agent's state file: "blocked: question" or "working".
-func parseState(b []byte) (state, message string) {
-	line := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	state, message, _ = strings.Cut(line, ":")
-	state, message = strings.TrimSpace(state), strings.TrimSpace(message)
-	if state != sandbox.StateBlocked {
-		return sandbox.StateWorking, ""
-	}
-	if len(message) > 500 {
-		message = message[:500]
-	}
-	return state, message
-}
-
-// activity records the agent's state in the log (an event named after
-// it) and tells the supervisor. Failures to tell are not fatal: the log is
-// the record.
-func (x *Execution) activity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, state, message string) {
-	a := &Activity{State: state, Message: oneLine(message), Since: x.Repo.Now()}
-	x.Event(ctx, state, func(l *Lease) { l.Activity = a }, nil)
-	if sup != nil {
-		sup.Report(ctx, e, state, message)
 	}
 }
 
