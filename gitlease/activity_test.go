@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,4 +126,72 @@ func TestAgentStateFileCannotFloodOrBlockTheRunner(t *testing.T) {
 			t.Fatalf("the runner read the symlink's target: %v", events)
 		}
 	})
+}
+
+// TestActivityPacer flips an agent's state 10,000 times: every 10 ms, the
+// pacer records one state a second, the latest; every 2 s, it records
+// until the cap, whose last event is activity-capped, then only counts.
+func TestActivityPacer(t *testing.T) {
+	flip := func(i int) string {
+		if i%2 == 0 {
+			return "blocked:question " + strconv.Itoa(i)
+		}
+		return "working:"
+	}
+	run := func(step time.Duration) (p *activityPacer, recorded []string, capped int) {
+		start := time.Now()
+		p = newActivityPacer(start)
+		for i := range 10000 {
+			switch p.next(start.Add(time.Duration(i+1)*step), flip(i), i == 9999) {
+			case recordActivity:
+				recorded = append(recorded, flip(i))
+			case capActivity:
+				capped++
+			}
+		}
+		return p, recorded, capped
+	}
+	p, recorded, capped := run(10 * time.Millisecond) // 100 s
+	if len(recorded) > 101 || len(recorded) < 90 || capped != 0 {
+		t.Fatalf("every 10 ms for 100 s: %d recorded, %d capped; want one a second", len(recorded), capped)
+	}
+	if recorded[0] != flip(100) { // flip(99), at 1 s, is working as recorded
+		t.Fatalf("the first look after a second recorded %q, not the state then %q", recorded[0], flip(100))
+	}
+	if p.unrecorded() != 10000-len(recorded) {
+		t.Fatalf("unrecorded %d, want %d", p.unrecorded(), 10000-len(recorded))
+	}
+	p, recorded, capped = run(2 * time.Second)
+	if events := 1 + len(recorded) + capped; events != maxActivityEvents || capped != 1 {
+		t.Fatalf("every 2 s: %d activity events (%d capped), want %d with the last capped", events, capped, maxActivityEvents)
+	}
+	if want := 10000 - (maxActivityEvents - 1); p.unrecorded() != want {
+		t.Fatalf("unrecorded %d, want %d", p.unrecorded(), want)
+	}
+}
+
+// TestAgentFlippingItsStateCannotFloodTheLog is an agent that flips between
+// blocked and working at least 10,000 times and for at least 5 seconds:
+// its log gets at most one activity event a second (and the one the agent
+// ended in), and the record counts the changes it left out.
+func TestAgentFlippingItsStateCannotFloodTheLog(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	began := time.Now()
+	// 1<> writes over the start of the file without truncating it, so that
+	// the runner always reads a whole first line.
+	x, out := runLocal(t, repo, `end=$((SECONDS + 6)); i=0; while [ $i -lt 5000 ] || [ $SECONDS -lt $end ]; do `+
+		`printf 'blocked: question %05d\n' $i 1<>"$LEASE_STATE_FILE"; echo working 1<>"$LEASE_STATE_FILE"; i=$((i + 1)); done`)
+	took := time.Since(began)
+	if x.Lease.State != Review {
+		t.Fatalf("state %s (%s)\n%s", x.Lease.State, x.Lease.Reason, out)
+	}
+	events := logEvents(t, dir, x.Lease.ID)
+	n := count(events, "working") + count(events, "blocked") + count(events, "activity-capped")
+	if limit := 2 + int(took/time.Second); n > limit || n > maxActivityEvents {
+		t.Fatalf("%d activity events in %s, want at most %d: %v", n, took, limit, events)
+	}
+	if x.Lease.ActivityUnrecorded == 0 {
+		t.Fatalf("the record does not count the changes it left out: %v", events)
+	}
+	t.Logf("%d activity events in %s, %d changes seen and not recorded", n, took, x.Lease.ActivityUnrecorded)
 }

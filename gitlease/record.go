@@ -93,6 +93,10 @@ type Lease struct {
 	Prompt *Prompt `json:"prompt,omitempty"`
 	// Activity is the agent's live state while it runs.
 	Activity *Activity `json:"activity,omitempty"`
+	// ActivityUnrecorded counts the changes of the agent's state that the
+	// runner saw and did not record: coalesced into a later one (at most
+	// one activity event a second), or past the cap on activity events.
+	ActivityUnrecorded int `json:"activity_unrecorded,omitempty"`
 }
 
 // Prompt records the prompt given to the agent.

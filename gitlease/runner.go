@@ -1,7 +1,6 @@
 package gitlease
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -120,9 +119,10 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	defer signal.Stop(signals)
 	started := x.Repo.Now()
 	if err := proc.Release(); err != nil {
-		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, err, progress)
+		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, 0, err, progress)
 	}
-	x.activity(ctx, sup, endpoint, sandbox.StateWorking, "")
+	pace := newActivityPacer(time.Now())
+	x.activity(ctx, sup, endpoint, sandbox.StateWorking, sandbox.StateWorking, "", 0)
 	if err := x.deliverPrompt(ctx, proc, tty); err != nil {
 		fmt.Fprintf(progress, "git-lease: lease %s: %v\n", x.Lease.ID, err)
 	}
@@ -130,31 +130,24 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	go func() { proc.Wait(); close(exited) }()
 	watch := time.NewTicker(300 * time.Millisecond)
 	defer watch.Stop()
-	// The agent is working since its release; record only changes of what
-	// its state file says.
-	last := sandbox.StateWorking + ":"
+	// The agent is working since its release; record the changes of what
+	// its state file says, as the pacer lets them through.
 	for {
 		select {
 		case <-exited:
+			x.noteActivity(ctx, sup, endpoint, pace, true)
 			sup.Report(ctx, endpoint, sandbox.StateDone, "")
-			return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, nil, progress)
+			return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, pace.unrecorded(), nil, progress)
 		case sig := <-signals:
 			if sig == syscall.SIGUSR1 {
 				x.Event(ctx, "reconnected", nil, nil)
 				continue
 			}
-			return x.cancel(ctx, provider, spec, proc, a, exited, fmt.Sprintf("canceled (%s)", sig), progress)
+			return x.cancel(ctx, provider, spec, proc, a, exited, fmt.Sprintf("canceled (%s)", sig), pace.unrecorded(), progress)
 		case <-ctx.Done():
-			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", progress)
+			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", pace.unrecorded(), progress)
 		case <-watch.C:
-			b := readState(x.statePath())
-			if len(bytes.TrimSpace(b)) == 0 {
-				continue // nothing said yet, or caught between truncate and write
-			}
-			if state, msg := parseState(b); state+":"+msg != last {
-				last = state + ":" + msg
-				x.activity(ctx, sup, endpoint, state, msg)
-			}
+			x.noteActivity(ctx, sup, endpoint, pace, false)
 		}
 	}
 }
@@ -193,7 +186,7 @@ func (x *Execution) deliverPrompt(ctx context.Context, proc sandbox.Process, tty
 
 // agentEnded records how the agent ended, with the evidence of its
 // network, and collects its result.
-func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, logFile *os.File, logPath string, started time.Time, runErr error, progress io.Writer) error {
+func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, logFile *os.File, logPath string, started time.Time, unrecorded int, runErr error, progress io.Writer) error {
 	exit, waitErr := proc.Wait()
 	if runErr == nil {
 		runErr = waitErr
@@ -213,7 +206,7 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 		return x.Move(ctx, Failed, func(r *Lease) { ran(r); r.Reason = reason }, files)
 	}
 	done := &Activity{State: sandbox.StateDone, Since: x.Repo.Now()}
-	if err := x.Event(ctx, "done", func(l *Lease) { l.Activity = done }, nil); err != nil {
+	if err := x.Event(ctx, "done", func(l *Lease) { l.Activity, l.ActivityUnrecorded = done, unrecorded }, nil); err != nil {
 		return err
 	}
 	if err := x.Move(ctx, Collecting, ran, files); err != nil {
@@ -250,7 +243,7 @@ func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider,
 // it has not, and records the lease canceled. The partial delta stays in
 // the sandbox for git lease collect --partial, and its listing goes in the
 // log; nothing is materialized.
-func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, exited <-chan struct{}, reason string, progress io.Writer) error {
+func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, exited <-chan struct{}, reason string, unrecorded int, progress io.Writer) error {
 	grace := CancelGrace
 	if b, err := os.ReadFile(filepath.Join(x.RunDir(), "cancel")); err == nil {
 		if secs, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && secs >= 0 {
@@ -270,7 +263,9 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 	if entries, err := scan(ctx, provider.Delta(spec)); err == nil {
 		files[deltaFile] = listDelta(entries)
 	}
-	canceled := func(r *Lease) { r.Reason, r.Network, r.Findings = reason, network, findings }
+	canceled := func(r *Lease) {
+		r.Reason, r.Network, r.Findings, r.ActivityUnrecorded = reason, network, findings, unrecorded
+	}
 	if out, n, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log")); err == nil {
 		files[outputFile] = a.redact.bytes(out)
 		agent := &AgentRun{Exit: exit, EndedAt: x.Repo.Now(), OutputBytes: n}
