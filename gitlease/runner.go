@@ -199,7 +199,10 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	}
 	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
 	files[outputFile] = a.redact.bytes(output)
-	ran := func(r *Lease) { r.Agent, r.Network, r.Findings = agent, network, findings }
+	ran := func(r *Lease) {
+		r.Agent, r.Network = agent, network
+		r.addFindings(findings)
+	}
 	if runErr != nil {
 		agent.Code = 127
 		reason := fmt.Sprintf("agent could not start: %v", runErr)
@@ -264,7 +267,8 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 		files[deltaFile] = listDelta(entries)
 	}
 	canceled := func(r *Lease) {
-		r.Reason, r.Network, r.Findings, r.ActivityUnrecorded = reason, network, findings, unrecorded
+		r.Reason, r.Network, r.ActivityUnrecorded = reason, network, unrecorded
+		r.addFindings(findings)
 	}
 	if out, n, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log")); err == nil {
 		files[outputFile] = a.redact.bytes(out)
