@@ -104,13 +104,14 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 
 // nextRecord is the record that follows x's, in state, changed by mutate,
 // and the files of its log entry: lease.json, and findings.json whenever
-// the findings change, so that it always holds the record's.
+// the findings change, so that it always holds the record's. Its reason,
+// often an error's text, is made free of host paths.
 func (x *Execution) nextRecord(state State, mutate func(*Lease), files map[string][]byte) (*Lease, map[string][]byte) {
 	next := *x.Lease
 	if mutate != nil {
 		mutate(&next)
 	}
-	next.State = state
+	next.State, next.Reason = state, x.hostFree(next.Reason)
 	next.Seq++
 	next.UpdatedAt = x.Repo.Now()
 	if files == nil {

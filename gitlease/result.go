@@ -30,7 +30,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	artifacts, artifactFiles := keepArtifacts(d, entries, x.Lease.Artifacts)
+	artifacts, artifactFiles := x.keepArtifacts(d, entries)
 	files := map[string][]byte{}
 	for k, v := range artifactFiles {
 		files[k] = v
@@ -173,9 +173,9 @@ const (
 	maxArtifactTotal = 8 << 20
 )
 
-// keepArtifacts copies the declared files out of the delta (never through
-// a symlink), bounded, with their sha256.
-func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) ([]Artifact, map[string][]byte) {
+// keepArtifacts copies the lease's declared files out of the delta (never
+// through a symlink), bounded, with their sha256.
+func (x *Execution) keepArtifacts(d sandbox.Delta, entries []sandbox.Entry) ([]Artifact, map[string][]byte) {
 	out := []Artifact{}
 	files := map[string][]byte{}
 	byPath := map[string]sandbox.Entry{}
@@ -183,7 +183,7 @@ func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) 
 		byPath[e.Path] = e
 	}
 	var total int64
-	for _, p := range declared {
+	for _, p := range x.Lease.Artifacts {
 		a := Artifact{Path: p}
 		e, ok := byPath[path.Clean(p)]
 		switch {
@@ -198,7 +198,7 @@ func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) 
 		default:
 			b, err := readEntry(d, e)
 			if err != nil {
-				a.Missing = err.Error()
+				a.Missing = x.hostFree(err.Error())
 				break
 			}
 			sum := sha256.Sum256(b)

@@ -119,7 +119,7 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
 		for _, item := range c.Receipt {
 			if item.Action == "failed" {
-				fmt.Fprintf(w, "  %s: %s\n", item.Resource, item.Detail)
+				fmt.Fprintf(w, "  %s: %s\n", item.Resource, x.Localize(item.Detail))
 			}
 		}
 	}
