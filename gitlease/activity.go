@@ -72,8 +72,6 @@ const (
 // records, and counts those it saw and did not record. States are
 // compared as "state:message".
 type activityPacer struct {
-	every    time.Duration
-	max      int
 	seen     string    // the state last seen
 	recorded string    // the state last recorded
 	at       time.Time // when the last activity event was recorded
@@ -92,7 +90,7 @@ const (
 // newActivityPacer starts where the runner starts: working, recorded at now.
 func newActivityPacer(now time.Time) *activityPacer {
 	working := sandbox.StateWorking + ":"
-	return &activityPacer{every: activityInterval, max: maxActivityEvents, seen: working, recorded: working, at: now, events: 1}
+	return &activityPacer{seen: working, recorded: working, at: now, events: 1}
 }
 
 // next says what to record of state, seen at now. final is the look after
@@ -102,13 +100,13 @@ func (p *activityPacer) next(now time.Time, state string, final bool) int {
 		p.seen = state
 		p.changes++
 	}
-	if state == p.recorded || p.events >= p.max || !final && now.Sub(p.at) < p.every {
+	if state == p.recorded || p.events >= maxActivityEvents || !final && now.Sub(p.at) < activityInterval {
 		return skipActivity
 	}
 	p.recorded, p.at = state, now
 	p.events++
 	p.kept++
-	if p.events == p.max {
+	if p.events == maxActivityEvents {
 		return capActivity
 	}
 	return recordActivity

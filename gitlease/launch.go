@@ -156,9 +156,9 @@ func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Comma
 
 // close stops the proxy and removes the credential files, then returns
 // the lease's network record, the log files of its evidence and the
-// network's findings. proc, when not
-// nil, is the agent's ended sandbox, whose network stack's refusals count
-// too. Only the first call does anything.
+// network's findings. proc, when not nil, is the agent's ended sandbox,
+// whose network stack's refusals count too. Only the first call does
+// anything.
 func (a *access) close(proc sandbox.Process) (*NetworkRecord, map[string][]byte, []verify.Finding) {
 	if a.closed {
 		return nil, map[string][]byte{}, nil

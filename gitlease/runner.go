@@ -200,7 +200,7 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
 	files[outputFile] = a.redact.bytes(output)
 	ran := func(r *Lease) {
-		r.Agent, r.Network = agent, network
+		r.Agent, r.Network, r.ActivityUnrecorded = agent, network, unrecorded
 		r.addFindings(findings)
 	}
 	if runErr != nil {
@@ -209,7 +209,7 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 		return x.Move(ctx, Failed, func(r *Lease) { ran(r); r.Reason = reason }, files)
 	}
 	done := &Activity{State: sandbox.StateDone, Since: x.Repo.Now()}
-	if err := x.Event(ctx, "done", func(l *Lease) { l.Activity, l.ActivityUnrecorded = done, unrecorded }, nil); err != nil {
+	if err := x.Event(ctx, "done", func(l *Lease) { l.Activity = done }, nil); err != nil {
 		return err
 	}
 	if err := x.Move(ctx, Collecting, ran, files); err != nil {
