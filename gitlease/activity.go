@@ -18,20 +18,16 @@ import (
 // times over, and a file of any size costs the host this much.
 const maxStateRead = 4 << 10
 
-// readState reads the start of the agent's state file. The agent writes
-// that file, and a trusted_local agent can replace it, so it is opened
-// without following a symlink or waiting for a FIFO's writer, read only
-// when it is a regular file, and only its first maxStateRead bytes.
-// Anything else is nothing said (nil).
+// readState reads the start of the agent's state file, which the agent
+// writes and a trusted_local agent can replace: only a regular file (see
+// openRegular), and only its first maxStateRead bytes. Anything else is
+// nothing said (nil).
 func readState(path string) []byte {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
 	b := make([]byte, maxStateRead)
 	n, _ := io.ReadFull(f, b)
 	return b[:n]

@@ -128,6 +128,17 @@ func TestAgentStateFileCannotFloodOrBlockTheRunner(t *testing.T) {
 	})
 }
 
+// TestAgentLogReplacedByAFIFODoesNotBlockTheRunner is a trusted_local
+// agent that puts a FIFO where the runner reads its output from: the lease
+// ends failed, saying so, instead of waiting for a writer for ever.
+func TestAgentLogReplacedByAFIFODoesNotBlockTheRunner(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	x, out := runLocal(t, repo, `log="$(dirname "$LEASE_STATE_FILE")/agent.log"; rm "$log"; mkfifo "$log"`)
+	if x.Lease.State != Failed || !strings.Contains(x.Lease.Reason, "agent.log is not a regular file") {
+		t.Fatalf("state %s (%s)\n%s", x.Lease.State, x.Lease.Reason, out)
+	}
+}
+
 // TestActivityPacer flips an agent's state 10,000 times: every 10 ms, the
 // pacer records one state a second, the latest; every 2 s, it records
 // until the cap, whose last event is activity-capped, then only counts.
