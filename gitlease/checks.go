@@ -34,7 +34,7 @@ func (x *Execution) runChecks(ctx context.Context, tree plumbing.Hash, progress 
 	for i, command := range commands {
 		r := CheckResult{Command: command, Log: fmt.Sprintf("result/checks/%d.log", i+1)}
 		if err != nil {
-			r.Skipped = err.Error()
+			r.Skipped = x.hostFree(err.Error())
 			results = append(results, r)
 			continue
 		}
@@ -44,7 +44,7 @@ func (x *Execution) runChecks(ctx context.Context, tree plumbing.Hash, progress 
 		exit, runErr := x.runCheck(ctx, provider, tree, i+1, command, &out)
 		r.DurationMS = time.Since(began).Milliseconds()
 		if runErr != nil {
-			r.Skipped = runErr.Error()
+			r.Skipped = x.hostFree(runErr.Error())
 		}
 		r.ExitCode, r.Bound = exit.Code, exit.Bound
 		r.Passed = runErr == nil && exit.Code == 0 && exit.Bound == ""

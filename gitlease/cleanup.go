@@ -58,6 +58,7 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	}
 	c = &Cleanup{State: CleanupConfirmed, Receipt: []CleanupItem{}}
 	add := func(item CleanupItem) {
+		item.Detail = x.hostFree(item.Detail) // the receipt is signed and pushed
 		c.Receipt = append(c.Receipt, item)
 		if item.Action == "failed" {
 			c.State = CleanupFailed

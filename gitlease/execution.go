@@ -70,17 +70,7 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 	if err := checkMove(from, to); err != nil {
 		return fmt.Errorf("lease %s: %w", x.Lease.ID, err)
 	}
-	next := *x.Lease
-	if mutate != nil {
-		mutate(&next)
-	}
-	next.State = to
-	next.Seq++
-	next.UpdatedAt = x.Repo.Now()
-	if files == nil {
-		files = map[string][]byte{}
-	}
-	files[recordFile] = next.marshal()
+	next, files := x.nextRecord(to, mutate, files)
 	if from == New {
 		// Marked as started in this clone (StartedElsewhere) before the
 		// lease exists.
@@ -95,7 +85,7 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 	if err != nil {
 		return err
 	}
-	x.Lease, x.Tip = &next, tip
+	x.Lease, x.Tip = next, tip
 	return nil
 }
 
@@ -103,23 +93,36 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 // state (cleanup, a rebase conflict, a supervisor event): one log commit
 // "lease <id>: <state>: <event>" with a Lease-Event trailer.
 func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
-	next := *x.Lease
-	if mutate != nil {
-		mutate(&next)
-	}
-	next.UpdatedAt = x.Repo.Now()
-	next.Seq++
-	if files == nil {
-		files = map[string][]byte{}
-	}
-	files[recordFile] = next.marshal()
+	next, files := x.nextRecord(x.Lease.State, mutate, files)
 	msg := fmt.Sprintf("lease %s: %s: %s\n\nLease-ID: %s\nLease-State: %s\nLease-Event: %s\n", next.ID, next.State, event, next.ID, next.State, event)
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
 	if err != nil {
 		return err
 	}
-	x.Lease, x.Tip = &next, tip
+	x.Lease, x.Tip = next, tip
 	return nil
+}
+
+// nextRecord is the record that follows x's, in state, changed by mutate,
+// and the files of its log entry: lease.json, and findings.json whenever
+// the findings change, so that it always holds the record's. Its reason,
+// often an error's text, is made free of host paths.
+func (x *Execution) nextRecord(state State, mutate func(*Lease), files map[string][]byte) (*Lease, map[string][]byte) {
+	next := *x.Lease
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.State, next.Reason = state, x.hostFree(next.Reason)
+	next.Seq++
+	next.UpdatedAt = x.Repo.Now()
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	if len(next.Findings) != len(x.Lease.Findings) || next.FindingsOmitted != x.Lease.FindingsOmitted {
+		files[findingsFile] = marshalFindings(next.Findings)
+	}
+	files[recordFile] = next.marshal()
+	return &next, files
 }
 
 // logMessage is the one-line subject "lease <id>: <from> -> <to>" of a

@@ -1,12 +1,10 @@
 package gitlease
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -157,10 +155,10 @@ func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Comma
 }
 
 // close stops the proxy and removes the credential files, then returns
-// the lease's network record, the log files of its evidence and all its
-// findings (those recorded before, then the network's). proc, when not
-// nil, is the agent's ended sandbox, whose network stack's refusals count
-// too. Only the first call does anything.
+// the lease's network record, the log files of its evidence and the
+// network's findings. proc, when not nil, is the agent's ended sandbox,
+// whose network stack's refusals count too. Only the first call does
+// anything.
 func (a *access) close(proc sandbox.Process) (*NetworkRecord, map[string][]byte, []verify.Finding) {
 	if a.closed {
 		return nil, map[string][]byte{}, nil
@@ -171,11 +169,5 @@ func (a *access) close(proc sandbox.Process) (*NetworkRecord, map[string][]byte,
 	if bc, ok := proc.(sandbox.BypassCounter); ok {
 		bypass = bc.Bypass()
 	}
-	rec, files, found := networkEvidence(a.net, bypass, a.redact)
-	findings := append(slices.Clone(a.x.Lease.Findings), found...)
-	if len(found) > 0 {
-		b, _ := json.MarshalIndent(findings, "", "  ")
-		files[findingsFile] = append(b, '\n')
-	}
-	return rec, files, findings
+	return networkEvidence(a.net, bypass, a.redact)
 }

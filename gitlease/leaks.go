@@ -34,7 +34,7 @@ func (x *Execution) credentialLeaks(d sandbox.Delta, entries []sandbox.Entry, co
 	}
 	if err != nil {
 		return []verify.Finding{{Rule: RuleCredential, Path: ".", Severity: verify.SeverityHigh,
-			Detail: "the lease's credentials could not be read again to look for them in the result: " + err.Error()}}, nil, nil
+			Detail: "the lease's credentials could not be read again to look for them in the result: " + x.hostFree(err.Error())}}, nil, nil
 	}
 	secrets := redactor(creds)
 	var out []verify.Finding

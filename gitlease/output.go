@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxStoredLog bounds each log kept in the lease log (agent output, check
@@ -24,7 +27,7 @@ func headTail(b []byte, max int) []byte {
 
 // readHeadTail reads a local log file and bounds it for the lease log.
 func readHeadTail(path string) ([]byte, int64, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if os.IsNotExist(err) {
 		return nil, 0, nil
 	}
@@ -52,4 +55,20 @@ func readHeadTail(path string) ([]byte, int64, error) {
 	}
 	out := append(head, fmt.Sprintf("\n[… %d bytes elided by git-lease …]\n", size-2*half)...)
 	return append(out, tail...), size, nil
+}
+
+// openRegular opens a file of the lease's run directory for reading, only
+// when it is a regular file, never through a symlink at its end and
+// without waiting for a FIFO's writer: a trusted_local agent knows that
+// directory (it holds $LEASE_STATE_FILE) and can put anything there.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return f, nil
 }

@@ -2,7 +2,6 @@ package gitlease
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
-	"github.com/git-lease/git-lease/verify"
 )
 
 // Repair is one thing reconcile did (or would do) for a lease.
@@ -141,16 +139,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		return "resumed collection", x.collectAndVerify(ctx, d, progress)
 	default: // Verifying
 		if x.Lease.Result != nil && x.Lease.Result.Status == "quarantined" {
-			var findings []verify.Finding
-			b, err := x.Repo.ReadFile(x.Tip, findingsFile, 16<<20)
-			if err == nil {
-				err = json.Unmarshal(b, &findings)
-			}
-			if err != nil || len(findings) == 0 {
-				return "", fmt.Errorf("interrupted quarantine without readable findings: %v", err)
-			}
-			reason := fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error())
-			return "finished quarantine", x.Move(ctx, Quarantined, func(l *Lease) { l.Findings, l.Reason = findings, reason }, nil)
+			return "finished quarantine", x.Move(ctx, Quarantined, nil, nil) // findings and reason are recorded
 		}
 		return "resumed checks and review", x.checkAndReview(ctx, progress)
 	}

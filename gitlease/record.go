@@ -73,8 +73,10 @@ type Lease struct {
 	// Result is the collected result, once there is one.
 	Result *Result `json:"result,omitempty"`
 	// Findings are the security findings about this lease: rejected
-	// paths, refused connections. They are also in findings.json.
-	Findings []verify.Finding `json:"findings,omitempty"`
+	// paths, refused connections. They are also in findings.json. A record
+	// keeps the first maxStoredFindings; FindingsOmitted counts the rest.
+	Findings        []verify.Finding `json:"findings,omitempty"`
+	FindingsOmitted int              `json:"findings_omitted,omitempty"`
 	// Receipts are the identities of the provider and supervisor that ran
 	// the lease, as they reported them.
 	Receipts []Receipt `json:"receipts,omitempty"`
@@ -93,6 +95,10 @@ type Lease struct {
 	Prompt *Prompt `json:"prompt,omitempty"`
 	// Activity is the agent's live state while it runs.
 	Activity *Activity `json:"activity,omitempty"`
+	// ActivityUnrecorded counts the changes of the agent's state that the
+	// runner saw and did not record: coalesced into a later one (at most
+	// one activity event a second), or past the cap on activity events.
+	ActivityUnrecorded int `json:"activity_unrecorded,omitempty"`
 }
 
 // Prompt records the prompt given to the agent.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +30,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	artifacts, artifactFiles := keepArtifacts(d, entries, x.Lease.Artifacts)
+	artifacts, artifactFiles := x.keepArtifacts(d, entries)
 	files := map[string][]byte{}
 	for k, v := range artifactFiles {
 		files[k] = v
@@ -120,7 +119,7 @@ func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) erro
 }
 
 // quarantine records a result that broke the rules: the findings (in the
-// record and in findings.json, so that git lease findings lists them), the
+// record and so in findings.json, so that git lease findings lists them), the
 // manifest and patch when they could be computed, else a listing of the
 // delta, and the artifacts. The lease's credential values (secrets) are
 // redacted from the listing and the findings. The review branch is not
@@ -135,17 +134,20 @@ func (x *Execution) quarantine(ctx context.Context, result *Result, findings []v
 		findings[i].Path, findings[i].Detail = secrets.string(findings[i].Path), secrets.string(findings[i].Detail)
 	}
 	files[resultFile] = result.marshal()
-	all := append(append([]verify.Finding{}, x.Lease.Findings...), findings...)
-	fj, _ := json.MarshalIndent(all, "", "  ")
-	files[findingsFile] = append(fj, '\n')
-	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
-		return err
-	}
 	reason := fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error())
 	if agent := x.Lease.Agent.failure(); agent != "" {
 		reason += "; also " + agent
 	}
-	err := x.Move(ctx, Quarantined, func(l *Lease) { l.Findings, l.Reason = all, reason }, nil)
+	// The findings and the reason are recorded with the move to verifying,
+	// so that reconcile finishes a quarantine cut short from the record.
+	quarantined := func(l *Lease) {
+		l.Result, l.Reason = result, reason
+		l.addFindings(findings)
+	}
+	if err := x.Move(ctx, Verifying, quarantined, files); err != nil {
+		return err
+	}
+	err := x.Move(ctx, Quarantined, nil, nil)
 	if err == nil {
 		fmt.Fprintf(progress, "lease %s: quarantined: %s\n", x.Lease.ID, reason)
 	}
@@ -171,9 +173,9 @@ const (
 	maxArtifactTotal = 8 << 20
 )
 
-// keepArtifacts copies the declared files out of the delta (never through
-// a symlink), bounded, with their sha256.
-func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) ([]Artifact, map[string][]byte) {
+// keepArtifacts copies the lease's declared files out of the delta (never
+// through a symlink), bounded, with their sha256.
+func (x *Execution) keepArtifacts(d sandbox.Delta, entries []sandbox.Entry) ([]Artifact, map[string][]byte) {
 	out := []Artifact{}
 	files := map[string][]byte{}
 	byPath := map[string]sandbox.Entry{}
@@ -181,7 +183,7 @@ func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) 
 		byPath[e.Path] = e
 	}
 	var total int64
-	for _, p := range declared {
+	for _, p := range x.Lease.Artifacts {
 		a := Artifact{Path: p}
 		e, ok := byPath[path.Clean(p)]
 		switch {
@@ -196,7 +198,7 @@ func keepArtifacts(d sandbox.Delta, entries []sandbox.Entry, declared []string) 
 		default:
 			b, err := readEntry(d, e)
 			if err != nil {
-				a.Missing = err.Error()
+				a.Missing = x.hostFree(err.Error())
 				break
 			}
 			sum := sha256.Sum256(b)

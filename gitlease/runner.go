@@ -1,7 +1,6 @@
 package gitlease
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,10 +52,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err := (headless.Supervisor{Dir: x.RunDir()}).RecordRunner(os.Getpid()); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	if err := os.WriteFile(x.statePath(), nil, 0o666); err != nil {
+	if err := createStateFile(x.statePath()); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	os.Chmod(x.statePath(), 0o666) // the agent, another uid in the sandbox, writes it
 	spec := x.spec()
 	spec.Binds = []sandbox.Bind{{Host: x.statePath(), Sandbox: stateInSandbox, Writable: true}}
 	env := []string{"LEASE_STATE_FILE=" + stateInSandbox}
@@ -121,9 +119,10 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	defer signal.Stop(signals)
 	started := x.Repo.Now()
 	if err := proc.Release(); err != nil {
-		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, err, progress)
+		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, 0, err, progress)
 	}
-	x.activity(ctx, sup, endpoint, sandbox.StateWorking, "")
+	pace := newActivityPacer(time.Now())
+	x.activity(ctx, sup, endpoint, sandbox.StateWorking, sandbox.StateWorking, "", 0)
 	if err := x.deliverPrompt(ctx, proc, tty); err != nil {
 		fmt.Fprintf(progress, "git-lease: lease %s: %v\n", x.Lease.ID, err)
 	}
@@ -131,57 +130,25 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	go func() { proc.Wait(); close(exited) }()
 	watch := time.NewTicker(300 * time.Millisecond)
 	defer watch.Stop()
-	// The agent is working since its release; record only changes of what
-	// its state file says.
-	last := sandbox.StateWorking + ":"
+	// The agent is working since its release; record the changes of what
+	// its state file says, as the pacer lets them through.
 	for {
 		select {
 		case <-exited:
+			x.noteActivity(ctx, sup, endpoint, pace, true)
 			sup.Report(ctx, endpoint, sandbox.StateDone, "")
-			return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, nil, progress)
+			return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, pace.unrecorded(), nil, progress)
 		case sig := <-signals:
 			if sig == syscall.SIGUSR1 {
 				x.Event(ctx, "reconnected", nil, nil)
 				continue
 			}
-			return x.cancel(ctx, provider, spec, proc, a, exited, fmt.Sprintf("canceled (%s)", sig), progress)
+			return x.cancel(ctx, provider, spec, proc, a, exited, fmt.Sprintf("canceled (%s)", sig), pace.unrecorded(), progress)
 		case <-ctx.Done():
-			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", progress)
+			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", pace.unrecorded(), progress)
 		case <-watch.C:
-			b, _ := os.ReadFile(x.statePath())
-			if len(bytes.TrimSpace(b)) == 0 {
-				continue // nothing said yet, or caught between truncate and write
-			}
-			if state, msg := parseState(b); state+":"+msg != last {
-				last = state + ":" + msg
-				x.activity(ctx, sup, endpoint, state, msg)
-			}
+			x.noteActivity(ctx, sup, endpoint, pace, false)
 		}
-	}
-}
-
-// parseState reads the agent's state file: "blocked: question" or "working".
-func parseState(b []byte) (state, message string) {
-	line := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	state, message, _ = strings.Cut(line, ":")
-	state, message = strings.TrimSpace(state), strings.TrimSpace(message)
-	if state != sandbox.StateBlocked {
-		return sandbox.StateWorking, ""
-	}
-	if len(message) > 500 {
-		message = message[:500]
-	}
-	return state, message
-}
-
-// activity records the agent's state in the log (an event named after
-// it) and tells the supervisor. Failures to tell are not fatal: the log is
-// the record.
-func (x *Execution) activity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, state, message string) {
-	a := &Activity{State: state, Message: oneLine(message), Since: x.Repo.Now()}
-	x.Event(ctx, state, func(l *Lease) { l.Activity = a }, nil)
-	if sup != nil {
-		sup.Report(ctx, e, state, a.Message) // Herdr shows it in its terminal too
 	}
 }
 
@@ -219,7 +186,7 @@ func (x *Execution) deliverPrompt(ctx context.Context, proc sandbox.Process, tty
 
 // agentEnded records how the agent ended, with the evidence of its
 // network, and collects its result.
-func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, logFile *os.File, logPath string, started time.Time, runErr error, progress io.Writer) error {
+func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, logFile *os.File, logPath string, started time.Time, unrecorded int, runErr error, progress io.Writer) error {
 	exit, waitErr := proc.Wait()
 	if runErr == nil {
 		runErr = waitErr
@@ -232,7 +199,10 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	}
 	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
 	files[outputFile] = a.redact.bytes(output)
-	ran := func(r *Lease) { r.Agent, r.Network, r.Findings = agent, network, findings }
+	ran := func(r *Lease) {
+		r.Agent, r.Network, r.ActivityUnrecorded = agent, network, unrecorded
+		r.addFindings(findings)
+	}
 	if runErr != nil {
 		agent.Code = 127
 		reason := fmt.Sprintf("agent could not start: %v", runErr)
@@ -276,7 +246,7 @@ func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider,
 // it has not, and records the lease canceled. The partial delta stays in
 // the sandbox for git lease collect --partial, and its listing goes in the
 // log; nothing is materialized.
-func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, exited <-chan struct{}, reason string, progress io.Writer) error {
+func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec sandbox.Spec, proc sandbox.Process, a *access, exited <-chan struct{}, reason string, unrecorded int, progress io.Writer) error {
 	grace := CancelGrace
 	if b, err := os.ReadFile(filepath.Join(x.RunDir(), "cancel")); err == nil {
 		if secs, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && secs >= 0 {
@@ -296,7 +266,10 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 	if entries, err := scan(ctx, provider.Delta(spec)); err == nil {
 		files[deltaFile] = listDelta(entries)
 	}
-	canceled := func(r *Lease) { r.Reason, r.Network, r.Findings = reason, network, findings }
+	canceled := func(r *Lease) {
+		r.Reason, r.Network, r.ActivityUnrecorded = reason, network, unrecorded
+		r.addFindings(findings)
+	}
 	if out, n, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log")); err == nil {
 		files[outputFile] = a.redact.bytes(out)
 		agent := &AgentRun{Exit: exit, EndedAt: x.Repo.Now(), OutputBytes: n}

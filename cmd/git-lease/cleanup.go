@@ -94,6 +94,6 @@ func printCleanup(x *gitlease.Execution, cl *gitlease.Cleanup, changed bool) {
 	}
 	fmt.Printf("lease %s: cleanup %s%s\n", x.Lease.ID, cl.State, note)
 	for _, item := range cl.Receipt {
-		fmt.Printf("  %-16s %-8s %s\n", item.Resource, item.Action, escape.Line(item.Detail))
+		fmt.Printf("  %-16s %-8s %s\n", item.Resource, item.Action, escape.Line(x.Localize(item.Detail)))
 	}
 }

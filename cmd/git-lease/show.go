@@ -80,14 +80,18 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 			fmt.Fprintf(w, "  %s %s\n", f.Status, escape.Line(f.Path))
 		}
 	}
-	if len(l.Findings) > 0 {
-		fmt.Fprintf(w, "findings: %d (git lease findings %s)\n", len(l.Findings), l.ID.Short())
-		for i, f := range l.Findings {
-			if i == 10 {
-				fmt.Fprintf(w, "  … and %d more\n", len(l.Findings)-i)
-				break
-			}
+	if n := len(l.Findings) + l.FindingsOmitted; n > 0 {
+		fmt.Fprintf(w, "findings: %d (git lease findings %s)\n", n, l.ID.Short())
+		shown := min(len(l.Findings), 10)
+		for _, f := range l.Findings[:shown] {
 			fmt.Fprintf(w, "  %s %s %q: %s\n", f.Severity, f.Rule, f.Path, escape.Line(f.Detail))
+		}
+		if more := n - shown; more > 0 {
+			fmt.Fprintf(w, "  … and %d more", more)
+			if l.FindingsOmitted > 0 {
+				fmt.Fprintf(w, ", %d of them not recorded", l.FindingsOmitted)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintf(w, "branch:   %s\n", l.Branch)
@@ -119,7 +123,7 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
 		for _, item := range c.Receipt {
 			if item.Action == "failed" {
-				fmt.Fprintf(w, "  %s: %s\n", item.Resource, escape.Line(item.Detail))
+				fmt.Fprintf(w, "  %s: %s\n", item.Resource, escape.Line(x.Localize(item.Detail)))
 			}
 		}
 	}
