@@ -1,6 +1,8 @@
 package gitlease
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBoundsStopTheAgent runs agents that try to exceed each bound and
@@ -25,13 +29,25 @@ func TestBoundsStopTheAgent(t *testing.T) {
 		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
 		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},
 		{"cpu time", `cpu = "1s"`, "while :; do :; done", "cpu"},
+		// What a walk of the upper directory cannot see.
+		{"disk, files unlinked while open", `disk = "8MiB"`, "exec 3>a 4>b 5>c; rm a b c; for fd in 3 4 5; do head -c 4M /dev/zero >&$fd; done; sleep 60", "disk"},
+		{"disk, deeper than PATH_MAX", `disk = "8MiB"`, "d=$(printf 'd%.0s' $(seq 200)); for i in $(seq 30); do mkdir $d && cd $d || exit 9; done; head -c 6M /dev/zero > a; head -c 6M /dev/zero > b; sleep 60", "disk"},
+		{"disk, a directory no one may list", `disk = "8MiB"`, "mkdir hide; head -c 6M /dev/zero > hide/a; head -c 6M /dev/zero > hide/b; chmod 000 hide; sleep 60", "disk"},
+		{"memory in a memfd", `memory = "64MiB"`, fmt.Sprintf(`perl -e 'my $n = "x"; my $fd = syscall(%d, $n, 0); open(my $f, ">&=", $fd) or die; print $f ("\0" x 1048576) for 1..100; sleep 60'`, unix.SYS_MEMFD_CREATE), "memory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\n"+tc.policy+"\n")
 			began := time.Now()
-			x, out := runAgent(t, repo, tc.script)
+			var buf bytes.Buffer
+			// A failed lease's collection may fail too (a tree deeper than
+			// PATH_MAX cannot be collected): the lease's record says why.
+			x, _ := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"bash", "-c", tc.script}, Output: &buf})
 			took := time.Since(began)
+			out := buf.String()
+			if x == nil {
+				t.Fatalf("no lease started:\n%s", out)
+			}
 			if x.Lease.State != Failed || x.Lease.Agent == nil || x.Lease.Agent.Bound != tc.bound {
 				t.Fatalf("state %s, agent %+v, reason %q; want failed at the %s bound\n%.2000s", x.Lease.State, x.Lease.Agent, x.Lease.Reason, tc.bound, out)
 			}

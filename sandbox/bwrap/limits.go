@@ -3,7 +3,6 @@ package bwrap
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +32,7 @@ type limiter struct {
 	mu       sync.Mutex
 	pidns    string // the sandbox's pid namespace, as /proc/<pid>/ns/pid reads
 	scratch  int    // the scratch tmpfs, opened through the sandbox's mounts (-1: none)
+	openDisk int64  // what files unlinked but held open occupied at the last look
 	peakRSS  int64
 	diskBusy bool
 }
@@ -196,8 +196,9 @@ func (l *limiter) watch() string {
 			used := diskUsage(l.upper)
 			l.mu.Lock()
 			l.diskBusy = false
+			open := l.openDisk
 			l.mu.Unlock()
-			if used > l.limits.DiskBytes {
+			if used == unmeasurable || used+open > l.limits.DiskBytes {
 				return sandbox.BoundDisk
 			}
 		}
@@ -219,8 +220,12 @@ func (l *limiter) watchProcesses() string {
 		return ""
 	}
 	var n int
-	var rss int64
+	var rss, openDisk int64
 	page := int64(os.Getpagesize())
+	l.mu.Lock()
+	scratchDev := devOf(l.scratch)
+	l.mu.Unlock()
+	seen := map[[2]uint64]bool{}
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
@@ -229,6 +234,9 @@ func (l *limiter) watchProcesses() string {
 			continue
 		}
 		n++
+		disk, memory := unlinkedOpen(e.Name(), scratchDev, seen)
+		openDisk += disk
+		rss += memory
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
 			if f := strings.Fields(string(b)); len(f) > 1 {
 				pages, _ := strconv.ParseInt(f[1], 10, 64)
@@ -239,6 +247,7 @@ func (l *limiter) watchProcesses() string {
 	// tmpfs pages are memory that no process's RSS shows.
 	rss += l.scratchBytes()
 	l.mu.Lock()
+	l.openDisk = openDisk
 	l.peakRSS = max(l.peakRSS, rss)
 	l.mu.Unlock()
 	switch {
@@ -290,24 +299,7 @@ func (l *limiter) finish(exit *sandbox.Exit, state *os.ProcessState) {
 		// that got past half its bound ran into it.
 		exit.Bound = sandbox.BoundMemory
 		exit.Detail = fmt.Sprintf("peak resident memory %d MiB of %d MiB", peak>>20, l.limits.MemoryBytes>>20)
-	case l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes:
+	case l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes: // unmeasurable included
 		exit.Bound = sandbox.BoundDisk
 	}
-}
-
-// diskUsage is what the upper directory holds: for each file the larger
-// of its apparent size and its allocated blocks, so sparse files count.
-func diskUsage(dir string) int64 {
-	var total int64
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil {
-			total += max(st.Size, st.Blocks*512)
-		}
-		return nil
-	})
-	return total
 }
