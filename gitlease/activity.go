@@ -21,8 +21,12 @@ const maxStateRead = 4 << 10
 // readState reads the start of the agent's state file, which the agent
 // writes and a trusted_local agent can replace: only a regular file (see
 // openRegular), and only its first maxStateRead bytes. Anything else is
-// nothing said (nil).
-func readState(path string) []byte {
+// nothing said (nil). A sandbox that keeps the file inside
+// (sandbox.SharedFiles) is read there.
+func readState(proc sandbox.Process, path string) []byte {
+	if shared, ok := proc.(sandbox.SharedFiles); ok {
+		return shared.ReadShared(stateInSandbox, maxStateRead)
+	}
 	f, err := openRegular(path)
 	if err != nil {
 		return nil
@@ -114,8 +118,8 @@ func (p *activityPacer) unrecorded() int { return p.changes - p.kept }
 
 // noteActivity reads the agent's state file and records the state when
 // the pacer says so.
-func (x *Execution) noteActivity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, p *activityPacer, final bool) {
-	b := readState(x.statePath())
+func (x *Execution) noteActivity(ctx context.Context, sup sandbox.Supervisor, e sandbox.Endpoint, p *activityPacer, proc sandbox.Process, final bool) {
+	b := readState(proc, x.statePath())
 	if len(bytes.TrimSpace(b)) == 0 {
 		return // nothing said yet, or caught between truncate and write
 	}

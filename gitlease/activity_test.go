@@ -69,7 +69,7 @@ func TestStateFileReadIsBounded(t *testing.T) {
 	huge := filepath.Join(dir, "huge")
 	must(t, os.WriteFile(huge, []byte("blocked: big\n"), 0o644))
 	must(t, os.Truncate(huge, 100<<20))
-	if b := readState(huge); len(b) != maxStateRead {
+	if b := readState(nil, huge); len(b) != maxStateRead {
 		t.Fatalf("read %d bytes of a 100 MiB state file, want %d", len(b), maxStateRead)
 	} else if state, msg := parseState(b); state != "blocked" || msg != "big" {
 		t.Fatalf("parsed %q %q", state, msg)
@@ -77,12 +77,12 @@ func TestStateFileReadIsBounded(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	must(t, syscall.Mkfifo(fifo, 0o644))
 	began := time.Now()
-	if b := readState(fifo); b != nil || time.Since(began) > time.Second {
+	if b := readState(nil, fifo); b != nil || time.Since(began) > time.Second {
 		t.Fatalf("a FIFO read %q in %s", b, time.Since(began))
 	}
 	link := filepath.Join(dir, "link")
 	must(t, os.Symlink(huge, link))
-	if b := readState(link); b != nil {
+	if b := readState(nil, link); b != nil {
 		t.Fatalf("read %d bytes through a symlink", len(b))
 	}
 }

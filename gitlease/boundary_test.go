@@ -173,3 +173,20 @@ func TestBoundsKernelCountsTheLeasesCPUTotal(t *testing.T) {
 		t.Fatalf("state %s, agent %+v: want failed at the cpu bound\n%s", x.Lease.State, x.Lease.Agent, out)
 	}
 }
+
+// The sandbox's mount table names no host path of the repository or the
+// lease (a bind's source shows there): the lease's own files are copies,
+// or live on a tmpfs of their own, which also bounds the agent's state
+// file.
+func TestSandboxCannotSeeHostPaths(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	script := attempt("repo-path", splitGrep("cat /proc/self/mountinfo", dir)) +
+		attempt("common-dir", splitGrep("cat /proc/self/mountinfo", repo.CommonDir)) +
+		attempt("huge-state", "head -c 3000000 /dev/zero > /run/lease/state") +
+		"echo 'blocked: a question' > /run/lease/state; sleep 2\n"
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "repo-path", "common-dir", "huge-state")
+	if events := logEvents(t, dir, x.Lease.ID); count(events, "blocked") != 1 {
+		t.Fatalf("the state the agent wrote did not reach the host: events %v\n%s", events, out)
+	}
+}

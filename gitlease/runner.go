@@ -135,7 +135,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	for {
 		select {
 		case <-exited:
-			x.noteActivity(ctx, sup, endpoint, pace, true)
+			x.noteActivity(ctx, sup, endpoint, pace, proc, true)
 			sup.Report(ctx, endpoint, sandbox.StateDone, "")
 			return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, pace.unrecorded(), nil, progress)
 		case sig := <-signals:
@@ -147,7 +147,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		case <-ctx.Done():
 			return x.cancel(context.Background(), provider, spec, proc, a, exited, "canceled", pace.unrecorded(), progress)
 		case <-watch.C:
-			x.noteActivity(ctx, sup, endpoint, pace, false)
+			x.noteActivity(ctx, sup, endpoint, pace, proc, false)
 		}
 	}
 }

@@ -48,7 +48,9 @@ type Spec struct {
 }
 
 // Bind puts one host file at Sandbox, inside the sandbox. Providers without
-// a sandbox give the agent the host path instead (see BindPath).
+// a sandbox give the agent the host path instead (see BindPath). A provider
+// may give the agent a copy of a read-only file, and keep a writable one in
+// the sandbox (see SharedFiles).
 type Bind struct {
 	Host     string
 	Sandbox  string
@@ -148,6 +150,16 @@ type Process interface {
 	// Enforcement says how the bounds are enforced (for example "cgroup v2",
 	// "rlimits"), for the lease record.
 	Enforcement() string
+}
+
+// SharedFiles is implemented by a Process that keeps the lease's writable
+// Binds inside its sandbox rather than at their host paths, so that no host
+// path shows in the sandbox (its mount table names a bind's source). The
+// host reads them here instead: ReadShared returns at most max bytes of the
+// regular file bound at sandboxPath, nil for anything else, also after the
+// agent has ended.
+type SharedFiles interface {
+	ReadShared(sandboxPath string, max int) []byte
 }
 
 // Bypass counts what a sandbox's own network stack refused to send: each a

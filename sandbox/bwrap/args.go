@@ -67,7 +67,9 @@ func scratchOptions(l sandbox.Limits) string {
 type sandboxView struct {
 	options []string
 	stages  []stage
-	etc     map[string]string // generated /etc files, by name
+	etc     map[string]string      // generated /etc files, by name
+	files   map[string]sandboxFile // the lease's files, by name on their tmpfs
+	shared  map[string]string      // writable ones: sandbox path -> name
 }
 
 func (v *sandboxView) add(args ...string) { v.options = append(v.options, args...) }
@@ -87,10 +89,12 @@ func (v *sandboxView) stageBind(host, dest string, writable bool) {
 // newSandboxView is the whole sandbox: what the agent sees and nothing
 // else. self is the git-lease binary, which a lease with a network runs
 // inside.
-func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandboxView {
+func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
 	v := &sandboxView{
 		stages: []stage{{Name: stageLower, Host: lowerDir(spec), Dir: true}, {Name: stageLease, Host: spec.Dir, Dir: true}},
 		etc:    generatedEtc(spec.ID),
+		files:  map[string]sandboxFile{},
+		shared: map[string]string{},
 	}
 	v.add("--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
 		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
@@ -121,8 +125,21 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandbo
 	for _, ro := range spec.ReadOnly {
 		v.stageBind(ro, ro, false)
 	}
-	for _, b := range spec.Binds {
-		v.stageBind(b.Host, b.Sandbox, b.Writable)
+	for i, b := range spec.Binds {
+		name := "file" + strconv.Itoa(i)
+		f := sandboxFile{Writable: b.Writable}
+		if b.Writable {
+			v.shared[b.Sandbox] = name
+			v.add("--bind", path.Join(stageDir, stageFiles, name), b.Sandbox)
+		} else {
+			content, err := readBind(b.Host)
+			if err != nil {
+				return nil, err
+			}
+			f.Content = content
+			v.add("--ro-bind", path.Join(stageDir, stageFiles, name), b.Sandbox)
+		}
+		v.files[name] = f
 	}
 	if spec.ProxySocket != "" {
 		v.stageBind(self, selfInSandbox, false)
@@ -137,7 +154,7 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) *sandbo
 		k, val, _ := strings.Cut(kv, "=")
 		v.add("--setenv", k, val)
 	}
-	return v
+	return v, nil
 }
 
 // procOptions mount the sandbox's own /proc, with the host-global knobs

@@ -158,14 +158,13 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	asRoot := os.Getuid() == 0
 	lim := newLimiter(spec)
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
-	view := newSandboxView(p.Self, spec, cmd)
+	view, err := newSandboxView(p.Self, spec, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	shared := &sharedFiles{names: view.shared, dir: -1}
 	if asRoot {
-		// The sandbox's uid must open what the lease shares with it.
-		for _, b := range spec.Binds {
-			if err := os.Lchown(b.Host, uid, gid); err != nil {
-				return nil, err
-			}
-		}
+		// The sandbox's uid must reach the proxy's socket.
 		if spec.ProxySocket != "" {
 			if err := os.Lchown(spec.ProxySocket, uid, gid); err != nil {
 				return nil, err
@@ -177,7 +176,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
@@ -234,6 +233,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	proc.Watch = lim.watch
 	proc.Interrupter = lim.interrupt
 	proc.Finish = func(exit *sandbox.Exit, state *os.ProcessState) {
+		shared.finish()
 		lim.finish(exit, state)
 		// The kernel makes the overlay's work/work with mode 000. A lease
 		// in review keeps its sandbox directory until cleanup, and a
@@ -280,7 +280,8 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
 	lim.openScratch(c.Process.Pid)
-	return &process{Proc: proc, counters: openCounters(first)}, nil
+	shared.open(c.Process.Pid)
+	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first)}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -15,6 +15,7 @@ import (
 // refused to send (sandbox.BypassCounter).
 type process struct {
 	*sandbox.Proc
+	*sharedFiles
 	counters *netCounters
 	once     sync.Once
 	bypass   sandbox.Bypass

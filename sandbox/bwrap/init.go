@@ -36,6 +36,7 @@ type initSpec struct {
 	Mounts  bool              // the stages' mounts come on fdMounts
 	Etc     map[string]string // generated /etc files
 	Scratch string            // the scratch tmpfs's mount options
+	Files   map[string]sandboxFile
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent

@@ -120,6 +120,9 @@ func stageAll(spec initSpec, fds []int) error {
 			return err
 		}
 	}
+	if err := writeFiles(spec.Files); err != nil {
+		return err
+	}
 	for name, content := range spec.Etc {
 		if err := os.WriteFile(filepath.Join(stageDir, "etc", name), []byte(content), 0o644); err != nil {
 			return err
