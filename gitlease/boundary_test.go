@@ -179,7 +179,7 @@ func TestBoundsKernelCountsTheLeasesCPUTotal(t *testing.T) {
 // or live on a tmpfs of their own, which also bounds the agent's state
 // file.
 func TestSandboxCannotSeeHostPaths(t *testing.T) {
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "[network]\nallow = [\"example.com:443\"]\n")
 	script := attempt("repo-path", splitGrep("cat /proc/self/mountinfo", dir)) +
 		attempt("common-dir", splitGrep("cat /proc/self/mountinfo", repo.CommonDir)) +
 		attempt("huge-state", "head -c 3000000 /dev/zero > /run/lease/state") +

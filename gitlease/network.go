@@ -68,15 +68,23 @@ type refusal struct {
 	count                int
 }
 
-// startNetwork serves the lease's proxy on a Unix socket in its run
-// directory, or returns nil when the allowlist is empty (no network).
+// startNetwork serves the lease's proxy on a Unix socket in a directory of
+// its own under the temporary directory, or returns nil when the allowlist
+// is empty (no network). Not in the run directory: the sandbox binds the
+// socket, and a bind's source shows in its mount table, which would tell
+// the agent where the repository lives.
 func (x *Execution) startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error) {
 	if len(allow) == 0 {
 		return nil, nil
 	}
-	socket := filepath.Join(x.RunDir(), "proxy.sock")
+	dir, err := os.MkdirTemp("", "git-lease-proxy-")
+	if err != nil {
+		return nil, fmt.Errorf("network proxy: %w", err)
+	}
+	socket := filepath.Join(dir, "proxy.sock")
 	l, err := listenUnix(socket)
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("network proxy: %w", err)
 	}
 	n := &leaseNetwork{socket: socket, served: make(chan error, 1)}
@@ -129,7 +137,7 @@ func networkEvidence(n *leaseNetwork, bypass sandbox.Bypass, r redactor) (*Netwo
 	if n != nil {
 		n.proxy.Close()
 		<-n.served
-		os.Remove(n.socket)
+		os.RemoveAll(filepath.Dir(n.socket))
 		s := n.proxy.Summary()
 		rec.Allowed, rec.Refused, rec.BytesUp, rec.BytesDown, rec.Omitted = s.Allowed, s.Refused, s.BytesUp, s.BytesDown, s.Omitted
 		b, _ := json.MarshalIndent(s, "", "  ")
