@@ -1,6 +1,8 @@
 package gitlease
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -188,5 +190,23 @@ func TestSandboxCannotSeeHostPaths(t *testing.T) {
 	requireBlocked(t, out, "repo-path", "common-dir", "huge-state")
 	if events := logEvents(t, dir, x.Lease.ID); count(events, "blocked") != 1 {
 		t.Fatalf("the state the agent wrote did not reach the host: events %v\n%s", events, out)
+	}
+}
+
+// Policy may refuse a lease whose memory, process and CPU bounds only
+// per-process rlimits would bind: with a cgroup the agent runs under it,
+// without one it never runs.
+func TestBoundsRequireCgroup(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\nrequire_cgroup = true\n")
+	var out bytes.Buffer
+	x, err := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"sh", "-c", "echo AGENT-RAN"}, Output: &out})
+	if err == nil {
+		if !strings.Contains(x.Lease.Enforcement, "cgroup") {
+			t.Fatalf("the agent ran without a cgroup (%s)", x.Lease.Enforcement)
+		}
+		return
+	}
+	if !strings.Contains(err.Error(), "limits.require_cgroup") || strings.Contains(out.String(), "AGENT-RAN") {
+		t.Fatalf("want a refusal naming limits.require_cgroup before the agent runs: %v\n%s", err, out.String())
 	}
 }

@@ -46,6 +46,10 @@ func narrow(eff *Effective, b []byte, source string) error {
 			err = atMost(k, req.Limits.Disk, trusted.Limits.Disk, wider)
 		case "limits.output":
 			err = atMost(k, req.Limits.Output, trusted.Limits.Output, wider)
+		case "limits.require_cgroup":
+			if !req.Limits.RequireCgroup && trusted.Limits.RequireCgroup {
+				err = wider(k, false, true)
+			}
 		case "read_only":
 			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
 		case "network.allow":

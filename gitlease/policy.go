@@ -59,6 +59,10 @@ type Limits struct {
 	Processes int      `toml:"processes" json:"processes"`
 	Disk      Size     `toml:"disk" json:"disk"`
 	Output    Size     `toml:"output" json:"output"`
+	// RequireCgroup refuses a sandboxed start where no cgroup would bind
+	// the memory, process and CPU bounds, which rlimits bind only per
+	// process (see README, "What binds each bound").
+	RequireCgroup bool `toml:"require_cgroup" json:"require_cgroup"`
 }
 
 // Network lists the destinations (host:port, *.domain:port) a lease may reach.
@@ -211,7 +215,7 @@ func PolicyKeys() []string { return slices.Clone(policyKeys) }
 // policyKeys are every setting, in the order git lease policy prints them.
 var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
-	"read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
+	"limits.require_cgroup", "read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
 	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "checks",
 	"bwrap.seccomp_allow", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }

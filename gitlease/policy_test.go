@@ -80,10 +80,11 @@ func TestPolicyRepoMayNotWiden(t *testing.T) {
 		{"another provider", "provider = \"worktree\"", "provider"},
 		{"more files", "[result]\nmax_files = 20000", "result.max_files"},
 		{"a seccomp entry", "[bwrap]\nseccomp_allow = [\"perf\"]", `bwrap.seccomp_allow = ["perf"], but the trusted policy allows []`},
+		{"bounds without a cgroup", "[limits]\nrequire_cgroup = false", "limits.require_cgroup = false, but the trusted policy allows true"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := policyRepo(t, trusted, tc.toml)
+			_, _, err := policyRepo(t, trusted+"[limits]\nrequire_cgroup = true\n", tc.toml)
 			if !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrWiden mentioning %q", err, tc.want)
 			}

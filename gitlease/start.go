@@ -302,6 +302,7 @@ func (x *Execution) spec() sandbox.Spec {
 		Limits: sandbox.Limits{
 			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
 			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
+			RequireCgroup: lim.RequireCgroup,
 		},
 	}
 }

@@ -65,6 +65,9 @@ type Limits struct {
 	Processes   int
 	DiskBytes   int64
 	OutputBytes int64
+	// RequireCgroup makes a provider that would bind memory, processes and
+	// CPU with per-process rlimits only refuse to start (ErrUnavailable).
+	RequireCgroup bool
 }
 
 // Command is the agent command to run.

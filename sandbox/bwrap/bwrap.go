@@ -157,6 +157,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	asRoot := os.Getuid() == 0
 	lim := newLimiter(spec)
+	if spec.Limits.RequireCgroup && lim.cg == nil {
+		return nil, fmt.Errorf("%w: policy sets limits.require_cgroup, and no cgroup with the memory and pids controllers is writable here (as root, the v1 or v2 hierarchy; as yourself, a delegated cgroup v2 subtree, e.g. run git-lease under systemd-run --user --scope -p Delegate=yes)", sandbox.ErrUnavailable)
+	}
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
 	view, err := newSandboxView(p.Self, spec, cmd)
 	if err != nil {
