@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // BenchmarkDetachStages measures what the root path adds to a start: a
@@ -42,5 +45,46 @@ func BenchmarkDetachStages(b *testing.B) {
 			b.Fatal(err)
 		}
 		closeAll(fds)
+	}
+}
+
+// A uid claimed by a lease whose directory is gone (its repository was
+// deleted without cleanup) is taken again, so that claims cannot run out;
+// a live lease keeps its own.
+func TestStaleUIDClaimsAreTakenAgain(t *testing.T) {
+	uidClaims = t.TempDir()
+	live := sandbox.Spec{Dir: t.TempDir()}
+	uid, err := claimUID(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := sandbox.Spec{Dir: t.TempDir()}
+	slot := LeaseUIDBase + int(firstSlot(next.Dir))
+	stale := filepath.Join(uidClaims, strconv.Itoa(slot))
+	if err := os.WriteFile(stale, []byte(filepath.Join(t.TempDir(), "removed-lease")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := claimUID(next); err != nil || got != slot {
+		t.Fatalf("the stale claim on %d was not taken again: %d, %v", slot, got, err)
+	}
+	if again, err := claimUID(live); err != nil || again != uid {
+		t.Fatalf("a live lease's uid moved from %d to %d (%v)", uid, again, err)
+	}
+	// A live lease's claim is never stale, even for a lease searching
+	// from its slot.
+	if err := os.Remove(filepath.Join(next.Dir, "uid")); err != nil {
+		t.Fatal(err)
+	}
+	third := sandbox.Spec{Dir: t.TempDir()}
+	for _, s := range []sandbox.Spec{next, third} {
+		if got, _ := claimUID(s); got == uid {
+			t.Fatalf("the live lease's uid %d was given to %s", uid, s.Dir)
+		}
+	}
+	if err := releaseUID(live); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(uidClaims, strconv.Itoa(uid))); !os.IsNotExist(err) {
+		t.Fatalf("the released claim is still there: %v", err)
 	}
 }

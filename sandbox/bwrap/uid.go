@@ -55,31 +55,64 @@ func claimUID(spec sandbox.Spec) (int, error) {
 	if err := os.MkdirAll(uidClaims, 0o700); err != nil {
 		return 0, fmt.Errorf("%w: claim a uid for the sandbox: %v", sandbox.ErrUnavailable, err)
 	}
-	sum := sha256.Sum256([]byte(spec.Dir))
-	start := binary.BigEndian.Uint32(sum[:4]) % LeaseUIDCount
+	start := firstSlot(spec.Dir)
 	for i := uint32(0); i < LeaseUIDCount; i++ {
 		uid := LeaseUIDBase + int((start+i)%LeaseUIDCount)
-		f, err := os.OpenFile(filepath.Join(uidClaims, strconv.Itoa(uid)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// The lease's own record first: a claim whose lease directory does
+		// not name its uid is stale.
+		if err := os.WriteFile(mine, []byte(strconv.Itoa(uid)), 0o600); err != nil {
+			return 0, err
+		}
+		claim := filepath.Join(uidClaims, strconv.Itoa(uid))
+		f, err := os.OpenFile(claim, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && staleClaim(claim, uid, spec.Dir) {
+			// Its lease's directory is gone (removed without cleanup, as
+			// a deleted repository's are), and nothing of its uid is left.
+			os.Remove(claim)
+			f, err = os.OpenFile(claim, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
+			os.Remove(mine)
 			return 0, fmt.Errorf("%w: claim a uid for the sandbox: %v", sandbox.ErrUnavailable, err)
 		}
 		_, err = f.WriteString(spec.Dir)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil {
-			err = os.WriteFile(mine, []byte(strconv.Itoa(uid)), 0o600)
-		}
 		if err != nil {
-			os.Remove(filepath.Join(uidClaims, strconv.Itoa(uid)))
+			os.Remove(claim)
+			os.Remove(mine)
 			return 0, err
 		}
 		return uid, nil
 	}
+	os.Remove(mine)
 	return 0, fmt.Errorf("%w: all %d sandbox uids are claimed (see %s)", sandbox.ErrUnavailable, LeaseUIDCount, uidClaims)
+}
+
+// firstSlot is where the search for dir's uid starts.
+func firstSlot(dir string) uint32 {
+	sum := sha256.Sum256([]byte(dir))
+	return binary.BigEndian.Uint32(sum[:4]) % LeaseUIDCount
+}
+
+// staleClaim reports whether the claim on uid may be taken by the lease
+// directory dir: it names dir itself (a claim left behind by dir's
+// earlier lease), or a lease directory that no longer names uid (removed,
+// or its claim moved on). A claim being written (empty) is not stale.
+func staleClaim(claim string, uid int, dir string) bool {
+	owner, err := os.ReadFile(claim)
+	if err != nil || len(owner) == 0 {
+		return false
+	}
+	if string(owner) == dir {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(string(owner), "uid"))
+	return errors.Is(err, fs.ErrNotExist) || err == nil && string(b) != strconv.Itoa(uid)
 }
 
 // releaseUID gives the lease's uid back, before its runtime directory goes.
