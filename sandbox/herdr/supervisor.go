@@ -32,7 +32,7 @@ func NewSupervisor(session, agentKind string) (*Supervisor, error) {
 // Name is "herdr".
 func (*Supervisor) Name() string { return "herdr" }
 
-// Check pings the server and checks its protocol; it fails closed.
+// Check pings the server and checks its version; it fails closed.
 func (s *Supervisor) Check(ctx context.Context) error {
 	if _, err := s.Client.Ping(ctx); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
