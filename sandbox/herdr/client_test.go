@@ -278,6 +278,12 @@ func TestRestartMeansTheProcessIsGone(t *testing.T) {
 	if err := s.Close(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Get(ctx, p.PaneID); err != nil {
+		t.Errorf("Close closed a pane by its label alone: %v", err)
+	}
+	if err := s.CloseRelabeled(ctx, p); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Get(ctx, p.PaneID); !errors.Is(err, ErrPaneNotFound) {
 		t.Errorf("our restored pane was not closed: %v", err)
 	}

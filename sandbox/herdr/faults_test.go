@@ -157,7 +157,7 @@ func TestReportsCarryARisingSeq(t *testing.T) {
 				return
 			}
 			var req struct {
-				ID     string         `json:"id"`
+				ID     string `json:"id"`
 				Params struct {
 					Seq *uint64 `json:"seq"`
 				} `json:"params"`
