@@ -185,7 +185,7 @@ func TestCollectBounds(t *testing.T) {
 		t.Errorf("the refused copy was kept: %v", err)
 	}
 
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "2s")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "2s")
 	p.MaxCopyBytes = 0
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
@@ -195,7 +195,7 @@ func TestCollectBounds(t *testing.T) {
 	if _, err := os.Stat(p.Delta(spec).Root); !os.IsNotExist(err) {
 		t.Errorf("a failed Collect left a delta: %v", err)
 	}
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "")
 	if err := p.Collect(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}

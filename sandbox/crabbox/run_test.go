@@ -16,7 +16,7 @@ func TestRunTimeoutIsWallBound(t *testing.T) {
 	if err := p.Create(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CRABBOX_STANDIN_RUN_TIMEOUT", "200ms")
+	t.Setenv("STANDIN_CRABBOX_RUN_TIMEOUT", "200ms")
 	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sleep", "5"}})
 	if err != nil || exit.Bound != sandbox.BoundWall {
 		t.Fatalf("Wait = %+v, %v; want the wall bound", exit, err)
@@ -31,12 +31,12 @@ func TestVanishedBox(t *testing.T) {
 	if err := p.Create(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CRABBOX_STANDIN_VANISH", "run")
+	t.Setenv("STANDIN_CRABBOX_VANISH", "run")
 	_, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"true"}})
 	if err == nil || !strings.Contains(err.Error(), "without its timing report") || !strings.Contains(err.Error(), "lease not found") {
 		t.Fatalf("Wait = %v", err)
 	}
-	t.Setenv("CRABBOX_STANDIN_VANISH", "")
+	t.Setenv("STANDIN_CRABBOX_VANISH", "")
 	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "is gone") {
 		t.Fatalf("Create after the box vanished = %v", err)
 	}
@@ -76,7 +76,7 @@ func TestDiscardConfirms(t *testing.T) {
 	if err := p.Create(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CRABBOX_STANDIN_STOP", "leave")
+	t.Setenv("STANDIN_CRABBOX_STOP", "leave")
 	err := p.Discard(t.Context(), spec)
 	if err == nil || !strings.Contains(err.Error(), "not confirmed gone") || !strings.Contains(err.Error(), `state "ready"`) ||
 		!strings.Contains(err.Error(), "crabbox list") || !strings.Contains(err.Error(), "local claim") {
@@ -85,7 +85,7 @@ func TestDiscardConfirms(t *testing.T) {
 	if _, err := os.Stat(layout(spec).box); err != nil {
 		t.Fatalf("an unconfirmed Discard lost the box record: %v", err)
 	}
-	t.Setenv("CRABBOX_STANDIN_STOP", "notfound")
+	t.Setenv("STANDIN_CRABBOX_STOP", "notfound")
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Fatalf("Discard with stop answering 4 = %v", err)
 	}
@@ -121,5 +121,41 @@ func TestUnrecordedBoxIsAdopted(t *testing.T) {
 	}
 	if boxes := w.boxes(); len(boxes) != 0 {
 		t.Errorf("boxes left: %v", boxes)
+	}
+}
+
+// Crabbox acts on CRABBOX_* variables over its config file; one mounts the
+// host's Docker socket into a local container. None from the developer's
+// environment reaches crabbox unless trusted policy names it.
+func TestHostCrabboxVariablesDoNotReachCrabbox(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET", "1")
+	t.Setenv("CRABBOX_CONFIG", "/nonexistent/host.yaml")
+	docker := func(p Provider) string {
+		var out strings.Builder
+		exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c", `echo "docker=${DOCKER_HOST:-none}"`}, Output: &out})
+		if err != nil || exit.Code != 0 {
+			t.Fatalf("run = %+v, %v\n%s", exit, err, out.String())
+		}
+		return out.String()
+	}
+	if got := docker(p); !strings.Contains(got, "docker=none") {
+		t.Errorf("a CRABBOX_* variable of the host reached crabbox: %q", got)
+	}
+	p.PassEnv = []string{"CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET", "CRABBOX_CONFIG"}
+	if got := docker(p); !strings.Contains(got, "docker=unix:///var/run/docker.sock") {
+		t.Errorf("a variable trusted policy names did not reach crabbox: %q", got)
+	}
+	for _, inv := range w.calls("run") {
+		if inv.Config != layout(spec).config {
+			t.Errorf("crabbox ran with CRABBOX_CONFIG=%s, not the lease's own", inv.Config)
+		}
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,10 +176,22 @@ func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
 		}
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "CRABBOX_LEASE_ID=" + b.ID, "CRABBOX_RUN_ID=run_" + b.ID[4:], "CRABBOX_SLUG=" + b.Slug}
+	if dockerSocket() {
+		// Crabbox mounts the host's Docker socket into the local container:
+		// whoever runs in the box is root on the host.
+		env = append(env, "DOCKER_HOST=unix:///var/run/docker.sock")
+	}
 	for name, v := range values {
 		env = append(env, name+"="+v)
 	}
 	return env, nil
+}
+
+// dockerSocket is Crabbox's CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET, which
+// (like every CRABBOX_* variable Crabbox reads) overrides the config file.
+func dockerSocket() bool {
+	v, err := strconv.ParseBool(os.Getenv("CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET"))
+	return err == nil && v
 }
 
 // parseProfile reads KEY=value lines; a value in single quotes is taken
