@@ -21,7 +21,9 @@ import (
 // and removed once it holds more than MaxCopyBytes. Crabbox's download
 // carries contents only (regular files and directories, modes normalized,
 // no symlinks), so the copy then takes the file modes and symlinks of the
-// base (see fromBase). Collecting again replaces the earlier copy. It fails
+// base (see fromBase). Crabbox's own files (.crabbox/ at the top of the
+// work directory) are never part of the result (see keepOwnOut).
+// Collecting again replaces the earlier copy. It fails
 // before a run has finished with a timing report.
 func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 	b, err := readBox(spec)
@@ -46,6 +48,9 @@ func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 	tree := filepath.Join(l.incoming, path.Base(workdir))
 	if info, err := os.Lstat(tree); err != nil || !info.IsDir() {
 		return fmt.Errorf("crabbox cp did not bring back the directory %s of box %s", workdir, b.ID)
+	}
+	if err := keepOwnOut(l.seed, tree); err != nil {
+		return fmt.Errorf("take crabbox's own files out of the copy of box %s: %w", b.ID, err)
 	}
 	if err := fromBase(l.seed, tree); err != nil {
 		return fmt.Errorf("complete the copy of box %s from the base: %w", b.ID, err)
@@ -140,4 +145,70 @@ func treeSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// crabboxDir is where Crabbox keeps its own state inside the box's work
+// directory (sync manifest and fingerprint, finalize tokens,
+// git-hydrate-base, captures), as read from Crabbox 0bba5f7d.
+const crabboxDir = ".crabbox"
+
+// keepOwnOut makes .crabbox/ in the copy exactly what the base has there
+// (usually nothing): whatever Crabbox or the agent wrote under it is
+// removed, and the base's own .crabbox/ entries (a repository may commit
+// one) are put back from the seed, so nothing under .crabbox/ is ever
+// part of a result. The copy is only touched through an os.Root.
+func keepOwnOut(base, copyDir string) error {
+	root, err := os.OpenRoot(copyDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.RemoveAll(crabboxDir); err != nil {
+		return err
+	}
+	from := filepath.Join(base, crabboxDir)
+	if info, err := os.Lstat(from); err != nil || !info.IsDir() {
+		if err == nil && info.Mode().IsRegular() {
+			return copyIn(root, from, crabboxDir, info.Mode().Perm())
+		}
+		return nil // a base symlink is made again by fromBase
+	}
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(base, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return root.Mkdir(rel, 0o755)
+		case d.Type().IsRegular():
+			return copyIn(root, p, rel, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return root.Symlink(target, rel)
+		}
+		return nil
+	})
+}
+
+// copyIn copies the host file src to rel inside root with mode perm.
+func copyIn(root *os.Root, src, rel string, perm fs.FileMode) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := root.WriteFile(rel, data, perm); err != nil {
+		return err
+	}
+	return root.Chmod(rel, perm)
 }

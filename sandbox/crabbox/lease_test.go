@@ -225,3 +225,36 @@ func TestLaunchStartsInDir(t *testing.T) {
 		t.Errorf("the agent read %q, not my dir/$x;'/a.txt", out.String())
 	}
 }
+
+// Nothing under .crabbox/ is ever part of a result: not Crabbox's sync
+// state, not what the agent writes there, and a .crabbox/ the repository
+// commits comes back as it is in the base.
+func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n", ".crabbox/keep.txt": "keep\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
+		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z`}})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("run = %+v, %v", exit, err)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error { got = append(got, e.Path); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".crabbox", ".crabbox/keep.txt", "a.txt", "b.txt", "sub", "sub/.crabbox", "sub/.crabbox/z"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("delta = %v, want %v", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, ".crabbox", "keep.txt")); string(data) != "keep\n" {
+		t.Errorf(".crabbox/keep.txt came back as %q, want the base's", data)
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}

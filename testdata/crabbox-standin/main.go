@@ -21,7 +21,9 @@
 // own file system directory; a run syncs the current repository (git
 // ls-files --cached --others --exclude-standard) to
 // /work/crabbox/<id>/<repo> in it and runs ARGV there directly (no shell),
-// with the remote stdout and stderr on its own, then prints the timing JSON
+// and keeps its sync state in .crabbox/ there (sync-manifest,
+// sync-fingerprint, the finalize tokens, git-hydrate-base, as Crabbox
+// 0bba5f7d does), with the remote stdout and stderr on its own, then prints the timing JSON
 // as one line on stderr, and "remote command exited N" after it when N is
 // not 0, exiting N. Downloads with cp carry regular files and directories
 // only, with modes 0644 and 0755, as Crabbox's hardened download does.

@@ -226,12 +226,39 @@ func syncRepo(repo, workdir string) *exitError {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		return fail(7, "create remote workdir: %v", err)
 	}
+	var manifest []string
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
 		if name == "" {
 			continue
 		}
 		if err := copyEntry(filepath.Join(repo, name), filepath.Join(workdir, name), true); err != nil {
 			return fail(6, "rsync failed: %v", err)
+		}
+		manifest = append(manifest, name)
+	}
+	return writeSyncState(repo, workdir, manifest)
+}
+
+// writeSyncState writes what Crabbox keeps of a sync in .crabbox/ inside
+// the box's work directory (as Crabbox 0bba5f7d does): the manifest of
+// synced paths, its fingerprint, the finalize tokens and the base commit
+// it hydrated git from. A copy of the work directory brings them back.
+func writeSyncState(repo, workdir string, manifest []string) *exitError {
+	head, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	meta := filepath.Join(workdir, ".crabbox")
+	files := map[string]string{
+		"sync-manifest":                strings.Join(manifest, "\n") + "\n",
+		"sync-fingerprint":             fmt.Sprintf("%x\n", len(manifest)),
+		"sync-finalize-token":          "finalize_standin\n",
+		"sync-finalize-complete-token": "finalize_standin\n",
+		"git-hydrate-base":             string(head),
+	}
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		return fail(6, "create sync state: %v", err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(meta, name), []byte(data), 0o644); err != nil {
+			return fail(6, "write sync state: %v", err)
 		}
 	}
 	return nil
