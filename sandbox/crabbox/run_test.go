@@ -3,6 +3,7 @@ package crabbox
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -154,6 +155,74 @@ func TestHostCrabboxVariablesDoNotReachCrabbox(t *testing.T) {
 		if inv.Config != layout(spec).config {
 			t.Errorf("crabbox ran with CRABBOX_CONFIG=%s, not the lease's own", inv.Config)
 		}
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Crabbox runs the remote command with ssh -n, so its standard input is
+// empty: the prompt goes to the box as a file, uploaded at Release (after
+// the runner has recorded the lease's identities), fed to the agent's
+// standard input and named by $LEASE_PROMPT_FILE.
+func TestPromptReachesTheBox(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	prompt := filepath.Join(t.TempDir(), "prompt")
+	if err := os.WriteFile(prompt, []byte("fix the bug\nplease\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec.Binds = []sandbox.Bind{
+		{Host: filepath.Join(t.TempDir(), "state"), Sandbox: "/run/lease/state", Writable: true},
+		{Host: prompt, Sandbox: "/run/lease/prompt"},
+	}
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	proc, err := p.Launch(t.Context(), spec, sandbox.Command{
+		Argv:   []string{"sh", "-c", `read a; read b; echo "stdin=$a/$b"; echo "file=$(tr '\n' / < "$LEASE_PROMPT_FILE")"; echo "state=${LEASE_STATE_FILE:-none}"`},
+		Env:    []string{"LEASE_PROMPT_FILE=/run/lease/prompt", "LEASE_STATE_FILE=/run/lease/state"},
+		Output: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.calls("cp")); n != 0 {
+		t.Fatalf("the prompt was uploaded before Release (%d cp calls)", n)
+	}
+	if err := proc.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// What the runner does: write the prompt on standard input, and close it.
+	big := strings.Repeat("x", 1<<20)
+	if _, err := proc.Input().Write([]byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	proc.Input().Close()
+	exit, err := proc.Wait()
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("Wait = %+v, %v\n%s", exit, err, out.String())
+	}
+	for _, want := range []string{"stdin=fix the bug/please", "file=fix the bug/please/", "state=none"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the agent's output lacks %q:\n%s", want, out.String())
+		}
+	}
+	cps := w.calls("cp")
+	if len(cps) != 1 || cps[0].Argv[len(cps[0].Argv)-1] != "SANDBOX:"+promptIn(spec) {
+		t.Errorf("cp calls = %+v, want one upload of the prompt", cps)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+		if e.Path != "a.txt" {
+			t.Errorf("the result holds %s", e.Path)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Fatal(err)

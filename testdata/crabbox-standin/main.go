@@ -20,12 +20,13 @@
 // claims under $XDG_STATE_HOME/crabbox/claims/<id>.json. Each box has its
 // own file system directory; a run syncs the current repository (git
 // ls-files --cached --others --exclude-standard) to
-// /work/crabbox/<id>/<repo> in it and runs ARGV there directly (no shell),
-// and keeps its sync state in .crabbox/ there (sync-manifest,
-// sync-fingerprint, the finalize tokens, git-hydrate-base, as Crabbox
-// 0bba5f7d does), with the remote stdout and stderr on its own, then prints the timing JSON
-// as one line on stderr, and "remote command exited N" after it when N is
-// not 0, exiting N. Downloads with cp carry regular files and directories
+// /work/crabbox/<id>/<repo> in it, keeping its sync state in .crabbox/
+// there (sync-manifest, sync-fingerprint, the finalize tokens,
+// git-hydrate-base, as Crabbox 0bba5f7d does), and runs ARGV there directly
+// (no shell) with an empty stdin (Crabbox runs it with ssh -n) and the
+// remote stdout and stderr on its own; then it prints the timing JSON as
+// one line on stderr, and "remote command exited N" after it when N is not
+// 0, exiting N. Downloads with cp carry regular files and directories
 // only, with modes 0644 and 0755, as Crabbox's hardened download does.
 // Config: $CRABBOX_CONFIG, else ./crabbox.yaml and ./.crabbox.yaml; only a
 // top-level "provider:" line is read (a --provider flag wins).

@@ -89,7 +89,7 @@ func runCommand(args []string) *exitError {
 			return err
 		}
 	}
-	env, err := remoteEnv(b, allow, profiles)
+	env, err := remoteEnv(b, allow, profiles, boxFS(root, b.ID))
 	if err != nil {
 		return err
 	}
@@ -122,8 +122,8 @@ func runCommand(args []string) *exitError {
 	return nil
 }
 
-// execute runs argv in workdir with env, with the remote output on the
-// stand-in's own, and says how it ended.
+// execute runs argv in workdir with env, with an empty standard input and
+// the remote output on the stand-in's own, and says how it ended.
 func execute(argv []string, workdir string, env []string) (code int, errorKind string) {
 	ctx := context.Background()
 	if d, err := time.ParseDuration(knob("RUN_TIMEOUT", "")); err == nil {
@@ -133,7 +133,9 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = workdir, env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Crabbox runs the remote command with ssh -n: its standard input is
+	// empty, whatever crabbox's own is.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	err := cmd.Run()
@@ -154,7 +156,11 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 // execution metadata, and the allowlisted names (CI and NODE_OPTIONS by
 // default, plus --allow-env) from the local environment or, winning, from
 // the env profiles.
-func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
+//
+// The stand-in has no file system namespace: the value of a variable that
+// is an absolute path to a file in the box's file system (one put there with
+// cp) is given as that file's path on the host.
+func remoteEnv(b box, allow, profiles []string, fsRoot string) ([]string, *exitError) {
 	values := map[string]string{}
 	allowed := append([]string{"CI", "NODE_OPTIONS"}, allow...)
 	for _, name := range allowed {
@@ -182,6 +188,11 @@ func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
 		env = append(env, "DOCKER_HOST=unix:///var/run/docker.sock")
 	}
 	for name, v := range values {
+		if path.IsAbs(v) && path.Clean(v) == v && v != "/" {
+			if info, err := os.Lstat(filepath.Join(fsRoot, v)); err == nil && info.Mode().IsRegular() {
+				v = filepath.Join(fsRoot, v)
+			}
+		}
 		env = append(env, name+"="+v)
 	}
 	return env, nil
