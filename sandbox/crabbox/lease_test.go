@@ -258,3 +258,50 @@ func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Crabbox's sync leaves out committed files under node_modules, .cache,
+// .venv (at any depth) and what a committed .crabboxignore names. The box
+// never had them, so they are never reported deleted; what the agent makes
+// there still comes back, and a file it did receive and deleted is deleted.
+func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
+	w := newWorld(t, map[string]string{
+		"a.txt":                   "a\n",
+		"gone.txt":                "g\n",
+		"node_modules/m/index.js": "m\n",
+		"web/.cache/c":            "c\n",
+		"py/.venv/bin/python":     "p\n",
+		"secret/s.txt":            "s\n",
+		".crabboxignore":          "secret\n",
+	})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
+		`test ! -e node_modules/m/index.js && test ! -e secret/s.txt || exit 9; rm gone.txt; mkdir -p node_modules/n; echo n > node_modules/n/new.js`}})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("run = %+v, %v", exit, err)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+		if e.Kind.String() != "directory" {
+			got = append(got, e.Path)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".crabboxignore", "a.txt", "node_modules/m/index.js", "node_modules/n/new.js", "py/.venv/bin/python", "secret/s.txt", "web/.cache/c"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("delta files = %v, want %v", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, "node_modules", "m", "index.js")); string(data) != "m\n" {
+		t.Errorf("node_modules/m/index.js came back as %q", data)
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}

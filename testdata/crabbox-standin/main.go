@@ -19,7 +19,9 @@
 // tombstones) under $STANDIN_CRABBOX_ROOT, which plays the cloud; local
 // claims under $XDG_STATE_HOME/crabbox/claims/<id>.json. Each box has its
 // own file system directory; a run syncs the current repository (git
-// ls-files --cached --others --exclude-standard) to
+// ls-files --cached --others --exclude-standard, minus Crabbox's built-in
+// excludes such as node_modules, .cache or .venv at any depth and what a
+// .crabboxignore names, as Crabbox 0bba5f7d does) to
 // /work/crabbox/<id>/<repo> in it, keeping its sync state in .crabbox/
 // there (sync-manifest, sync-fingerprint, the finalize tokens,
 // git-hydrate-base, as Crabbox 0bba5f7d does), and runs ARGV there directly

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -237,9 +238,10 @@ func syncRepo(repo, workdir string) *exitError {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		return fail(7, "create remote workdir: %v", err)
 	}
+	ignore := crabboxIgnore(repo)
 	var manifest []string
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if name == "" {
+		if name == "" || excluded(name, ignore) {
 			continue
 		}
 		if err := copyEntry(filepath.Join(repo, name), filepath.Join(workdir, name), true); err != nil {
@@ -250,15 +252,57 @@ func syncRepo(repo, workdir string) *exitError {
 	return writeSyncState(repo, workdir, manifest)
 }
 
+// builtinExcludes are some of the names Crabbox 0bba5f7d leaves out of a
+// sync wherever they occur, tracked or not (its list is longer).
+var builtinExcludes = []string{
+	"node_modules", "dist", "coverage", ".cache", ".tmp", ".local", ".venv", "__pycache__",
+	".pytest_cache", ".mypy_cache", ".gradle", "target", ".next", ".turbo",
+}
+
+// crabboxIgnore reads the patterns of a .crabboxignore at the top of the
+// repository (the stand-in takes each line as a name matched at any
+// depth, or a path prefix when it holds a slash).
+func crabboxIgnore(repo string) []string {
+	data, err := os.ReadFile(filepath.Join(repo, ".crabboxignore"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "/")
+		if line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// excluded reports whether Crabbox's sync leaves name out.
+func excluded(name string, ignore []string) bool {
+	parts := strings.Split(name, "/")
+	for _, pattern := range append(slices.Clone(builtinExcludes), ignore...) {
+		if strings.Contains(pattern, "/") {
+			if name == pattern || strings.HasPrefix(name, pattern+"/") {
+				return true
+			}
+			continue
+		}
+		if slices.Contains(parts, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
 // writeSyncState writes what Crabbox keeps of a sync in .crabbox/ inside
 // the box's work directory (as Crabbox 0bba5f7d does): the manifest of
-// synced paths, its fingerprint, the finalize tokens and the base commit
+// synced paths (NUL-terminated, as Crabbox writes it), its fingerprint, the finalize tokens and the base commit
 // it hydrated git from. A copy of the work directory brings them back.
 func writeSyncState(repo, workdir string, manifest []string) *exitError {
 	head, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
 	meta := filepath.Join(workdir, ".crabbox")
 	files := map[string]string{
-		"sync-manifest":                strings.Join(manifest, "\n") + "\n",
+		"sync-manifest":                strings.Join(manifest, "\x00") + "\x00",
 		"sync-fingerprint":             fmt.Sprintf("%x\n", len(manifest)),
 		"sync-finalize-token":          "finalize_standin\n",
 		"sync-finalize-complete-token": "finalize_standin\n",
