@@ -24,7 +24,7 @@ func Adopt(ctx context.Context, repo *refs.Repo, paneID, mission string) (*Execu
 	if _, err := Signing(repo, os.Stderr); err != nil {
 		return nil, err
 	}
-	sup, err := herdr.NewSupervisor(gitConfig(repo, "lease.herdrSession"), "git-lease")
+	sup, err := herdr.NewSupervisor(gitConfig(repo, "lease.herdrSession"), "git-lease", "")
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package gitlease
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox/crabbox"
@@ -29,6 +30,10 @@ type CrabboxPolicy struct {
 	// MaxCopyBytes bounds the box's work directory (the base and the
 	// agent's changes) that is copied back for collection.
 	MaxCopyBytes Size `toml:"max_copy_bytes" json:"max_copy_bytes"`
+	// PassEnv names the CRABBOX_* variables of the developer's environment
+	// that reach crabbox (Crabbox acts on them over its config file); no
+	// other does. Trusted policy only.
+	PassEnv []string `toml:"pass_env" json:"pass_env,omitempty"`
 }
 
 // defaultCrabbox names no Crabbox provider and trusts none: choosing them
@@ -40,6 +45,9 @@ func defaultCrabbox() CrabboxPolicy {
 		TTL: Duration(90 * time.Minute), IdleTimeout: Duration(30 * time.Minute), MaxCopyBytes: 2 << 30,
 	}
 }
+
+// crabboxVar is what crabbox.pass_env may name.
+var crabboxVar = regexp.MustCompile(`^CRABBOX_[A-Z0-9_]+$`)
 
 // programName is what crabbox.bin may be: a program's name, no path.
 var programName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
@@ -59,6 +67,10 @@ func (e *Effective) validateCrabbox() error {
 		return bad("crabbox.ttl", c.TTL, "give boxes a lifetime, like 90m")
 	case c.IdleTimeout <= 0:
 		return bad("crabbox.idle_timeout", c.IdleTimeout, "give boxes an idle timeout, like 30m")
+	case slices.ContainsFunc(c.PassEnv, func(n string) bool {
+		return !crabboxVar.MatchString(n) || n == "CRABBOX_CONFIG" || n == "CRABBOX_ENV_ALLOW"
+	}):
+		return bad("crabbox.pass_env", fmt.Sprintf("%q", c.PassEnv), "name CRABBOX_* variables only, never CRABBOX_CONFIG or CRABBOX_ENV_ALLOW (git-lease writes the lease's config itself)")
 	case c.MaxCopyBytes <= 0:
 		return bad("crabbox.max_copy_bytes", c.MaxCopyBytes, "the copy back from a box must be bounded, like 2GiB")
 	case e.Provider == "crabbox" && e.Limits.Wall > 0 && c.TTL <= e.Limits.Wall:
@@ -75,5 +87,6 @@ func crabboxProvider(policy *Effective) crabbox.Provider {
 	return crabbox.Provider{
 		Bin: c.Bin, CrabboxProvider: c.Provider, SandboxedProviders: c.Sandboxed,
 		TTL: time.Duration(c.TTL), IdleTimeout: time.Duration(c.IdleTimeout), MaxCopyBytes: int64(c.MaxCopyBytes),
+		PassEnv: c.PassEnv,
 	}
 }

@@ -52,6 +52,7 @@ func TestCrabboxPolicyRepoMayNotWiden(t *testing.T) {
 		{"a longer idle timeout", "[crabbox]\nidle_timeout = \"1h\"", "crabbox.idle_timeout = 1h0m0s"},
 		{"a larger copy", "[crabbox]\nmax_copy_bytes = \"2GiB\"", "crabbox.max_copy_bytes = 2GiB"},
 		{"an unbounded copy", "[crabbox]\nmax_copy_bytes = 0", "crabbox.max_copy_bytes = 0"},
+		{"crabbox variables", "[crabbox]\npass_env = [\"CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET\"]", "only trusted policy may set"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +75,8 @@ func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
 		{"an unbounded copy", "[crabbox]\nmax_copy_bytes = 0", "crabbox.max_copy_bytes"},
 		{"a box that expires before the agent's time is up", "provider = \"crabbox\"\n[limits]\nwall = \"2h\"", "must outlive limits.wall = 2h0m0s"},
 		{"an unknown key", "[crabbox]\nregion = \"eu\"", "crabbox.region"},
+		{"a variable that is not Crabbox's", "[crabbox]\npass_env = [\"HOME\"]", "crabbox.pass_env"},
+		{"the config variable", "[crabbox]\npass_env = [\"CRABBOX_CONFIG\"]", "never CRABBOX_CONFIG"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,5 +85,17 @@ func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Trusted policy names the CRABBOX_* variables crabbox may see; the
+// provider a lease builds carries them.
+func TestCrabboxPolicyPassEnv(t *testing.T) {
+	_, eff, err := policyRepo(t, trustedCrabbox+"pass_env = [\"CRABBOX_COORDINATOR\", \"CRABBOX_COORDINATOR_TOKEN\"]\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := crabboxProvider(eff); !slices.Equal(p.PassEnv, []string{"CRABBOX_COORDINATOR", "CRABBOX_COORDINATOR_TOKEN"}) {
+		t.Fatalf("provider from the policy passes %v", p.PassEnv)
 	}
 }

@@ -221,7 +221,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.
@@ -254,6 +254,7 @@ func (p Policy) clone() Policy {
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
 	p.Bwrap.SeccompAllow = slices.Clone(p.Bwrap.SeccompAllow)
 	p.Crabbox.Sandboxed = slices.Clone(p.Crabbox.Sandboxed)
+	p.Crabbox.PassEnv = slices.Clone(p.Crabbox.PassEnv)
 	return p
 }
 

@@ -30,7 +30,7 @@ func supervisorFor(repo *refs.Repo, name, runDir string) (sandbox.Supervisor, er
 	case "", "headless":
 		return headless.Supervisor{Dir: runDir}, nil
 	case "herdr":
-		return herdr.NewSupervisor(gitConfig(repo, "lease.herdrSession"), "git-lease")
+		return herdr.NewSupervisor(gitConfig(repo, "lease.herdrSession"), "git-lease", runDir)
 	}
 	return nil, fmt.Errorf("unknown supervisor %q: use headless or herdr", name)
 }

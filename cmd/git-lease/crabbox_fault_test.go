@@ -111,7 +111,7 @@ func cleanupConfirmed(t *testing.T, dir, id string) {
 	if stops := calls(t, "stop"); len(stops) != 1 || !slices.Contains(stops[0], "cbx_"+id) {
 		t.Fatalf("stops %v", stops)
 	}
-	if left, _ := os.ReadDir(filepath.Join(os.Getenv("CRABBOX_STANDIN_ROOT"), "boxes")); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(os.Getenv("STANDIN_CRABBOX_ROOT"), "boxes")); len(left) != 0 {
 		t.Fatalf("the provider still holds %d boxes", len(left))
 	}
 	checkOneBox(t, id)
@@ -139,7 +139,7 @@ func TestCrabboxCrashBeforeReleaseKeepsTheBox(t *testing.T) {
 	if l := onlyLease(t, dir); l.State != gitlease.Failed {
 		t.Fatalf("after reconcile: %s", l.State)
 	}
-	if _, err := os.Stat(filepath.Join(os.Getenv("CRABBOX_STANDIN_ROOT"), "boxes", "cbx_"+l.ID)); err != nil {
+	if _, err := os.Stat(filepath.Join(os.Getenv("STANDIN_CRABBOX_ROOT"), "boxes", "cbx_"+l.ID)); err != nil {
 		t.Fatalf("reconcile did not keep the box for cleanup: %v", err)
 	}
 	cleanupConfirmed(t, dir, l.ID)
@@ -193,7 +193,7 @@ func TestCrabboxCrashBeforeCollectionResumesFromTheBox(t *testing.T) {
 // with the next one), and reconcile copies again from the same box.
 func TestCrabboxCrashDuringASlowCopyResumesFromTheBox(t *testing.T) {
 	dir := crabboxRepo(t)
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "500ms")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "500ms")
 	cmd := exec.Command(filepath.Join(binDir, "git-lease"), "start", "-q", "--", "sh", "-c", "for f in 1 2 3 4 5 6; do echo $f > f$f.txt; done")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
@@ -206,7 +206,7 @@ func TestCrabboxCrashDuringASlowCopyResumesFromTheBox(t *testing.T) {
 	cmd.Wait()
 	id := onlyLease(t, dir).ID
 	waitWithin(t, "crabbox cp to die with git-lease", 2*time.Second, func() bool { return len(processesWith("cbx_"+id)) == 0 })
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "")
 	resumed(t, dir)
 	if cps := calls(t, "cp"); len(cps) != 2 {
 		t.Fatalf("%d copies, want the interrupted one and reconcile's", len(cps))

@@ -21,10 +21,10 @@ func standinEnv(t *testing.T, cloud string) {
 	if err := os.MkdirAll(cloud, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CRABBOX_STANDIN_ROOT", cloud)
-	t.Setenv("CRABBOX_STANDIN_LOG", filepath.Join(cloud, "invocations.log"))
+	t.Setenv("STANDIN_CRABBOX_ROOT", cloud)
+	t.Setenv("STANDIN_CRABBOX_LOG", filepath.Join(cloud, "invocations.log"))
 	for _, knob := range standinKnobs {
-		t.Setenv("CRABBOX_STANDIN_"+knob, "")
+		t.Setenv("STANDIN_CRABBOX_"+knob, "")
 	}
 }
 
@@ -32,7 +32,7 @@ func standinEnv(t *testing.T, cloud string) {
 // order, keeping the calls whose command (first argument) is in commands,
 // or all of them when commands is empty.
 func standinCalls(commands ...string) ([][]string, error) {
-	f, err := os.Open(os.Getenv("CRABBOX_STANDIN_LOG"))
+	f, err := os.Open(os.Getenv("STANDIN_CRABBOX_LOG"))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -74,7 +74,7 @@ func crabboxCallsCmd(args []string, _ string) ([]byte, error) {
 // crabboxBoxesCmd is the transcripts' `crabbox-boxes`: the boxes the
 // stand-in's provider holds, one "ID state" per line, or "no boxes".
 func crabboxBoxesCmd(_ []string, _ string) ([]byte, error) {
-	dir := filepath.Join(os.Getenv("CRABBOX_STANDIN_ROOT"), "boxes")
+	dir := filepath.Join(os.Getenv("STANDIN_CRABBOX_ROOT"), "boxes")
 	entries, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err

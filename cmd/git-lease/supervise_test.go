@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -261,6 +262,41 @@ func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id, "sandbox", "upper", "w.txt")); err != nil {
 		t.Fatalf("the agent's work was not kept: %v", err)
+	}
+	noFocusCalls(t, requests)
+}
+
+// TestHerdrLiveHandoffKeepsTheLeaseRunning: herdr update --handoff keeps
+// the runner's process but gives its pane a new terminal ID. The lease runs
+// on to its result, reconcile leaves it alone, and cleanup still closes its
+// pane (a lease that took the new terminal for a dead runner would leave
+// the pane and its runner behind).
+func TestHerdrLiveHandoffKeepsTheLeaseRunning(t *testing.T) {
+	dir := faultRepo(t)
+	socket, requests := herdrServer(t)
+	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", `echo work > w.txt; sleep 3`)
+	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(conn, `{"id":"h","method":"standin.handoff","params":{}}`)
+	bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("reconcile touched a lease that a live handoff kept running:\n%s", out)
+	}
+	mustRun(t, dir, "wait", "--timeout", "30s", id)
+	l := record(t, dir, id)
+	if l.State != gitlease.Review {
+		t.Fatalf("after a live handoff the lease is %s %q, want review", l.State, l.Reason)
+	}
+	mustRun(t, dir, "cleanup", id)
+	if b, _ := os.ReadFile(requests); strings.Count(string(b), "pane.close") != 1 {
+		t.Fatalf("cleanup did not close the handed-off pane:\n%s", b)
+	}
+	if _, err := (&herdr.Client{Socket: socket}).Get(context.Background(), l.Supervisor.PaneID); !errors.Is(err, herdr.ErrPaneNotFound) {
+		t.Fatalf("the lease's pane is still there after cleanup: %v", err)
 	}
 	noFocusCalls(t, requests)
 }

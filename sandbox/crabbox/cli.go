@@ -79,7 +79,7 @@ func (p Provider) command(ctx context.Context, spec sandbox.Spec, args ...string
 	if _, err := os.Stat(l.seed); err == nil {
 		cmd.Dir = l.seed
 	}
-	cmd.Env = append(hostEnv(), "CRABBOX_CONFIG="+l.config, "XDG_STATE_HOME="+l.state)
+	cmd.Env = append(p.env(os.Environ()), "CRABBOX_CONFIG="+l.config, "XDG_STATE_HOME="+l.state)
 	// A killed crabbox's children (ssh, rsync) may hold its output open.
 	cmd.WaitDelay = 5 * time.Second
 	// crabbox dies with git-lease: a crashed git-lease must not leave a
@@ -88,25 +88,39 @@ func (p Provider) command(ctx context.Context, spec sandbox.Spec, args ...string
 	return cmd, nil
 }
 
-// hostEnv is the environment crabbox gets from the host: everything but
-// what would choose its config, state or repository, and the names
-// Crabbox forwards to every remote command by default (CI, NODE_OPTIONS)
-// or would let replace the forwarding list, so the agent gets nothing of
-// the host's environment.
-func hostEnv() []string {
+// env builds crabbox's environment from the host's (host): Crabbox acts
+// on every CRABBOX_* variable over its config file (one mounts the host's
+// Docker socket into a local container, which is root on the host), so none
+// reaches it unless trusted policy names it in PassEnv. Also left out: what
+// would choose its config, state or repository (git-lease sets
+// CRABBOX_CONFIG and XDG_STATE_HOME itself), and the names Crabbox forwards
+// to every remote command by default (CI, NODE_OPTIONS), so the agent gets
+// nothing of the host's environment. The rest (PATH, HOME, the providers'
+// own credentials such as DOCKER_HOST or AWS_PROFILE) stays: crabbox and
+// its provider need them on the host.
+func (p Provider) env(host []string) []string {
 	drop := []string{
-		"CRABBOX_CONFIG", "XDG_STATE_HOME", "CRABBOX_ENV_ALLOW", "CI", "NODE_OPTIONS",
+		"XDG_STATE_HOME", "CI", "NODE_OPTIONS",
 		"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
 	}
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range host {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(drop, name) {
+		switch {
+		case slices.Contains(drop, name):
+		case strings.HasPrefix(name, "CRABBOX_") && (!slices.Contains(p.PassEnv, name) || reservedEnv(name)):
+		default:
 			env = append(env, kv)
 		}
 	}
 	return env
+}
+
+// reservedEnv names the CRABBOX_* variables git-lease sets or that would
+// undo what it sets, which trusted policy cannot pass either.
+func reservedEnv(name string) bool {
+	return name == "CRABBOX_CONFIG" || name == "CRABBOX_ENV_ALLOW"
 }
 
 // run runs crabbox for spec's lease and waits for it. onLine, when not nil, sees each line of its stdout as it comes.

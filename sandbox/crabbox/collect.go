@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -21,7 +22,11 @@ import (
 // and removed once it holds more than MaxCopyBytes. Crabbox's download
 // carries contents only (regular files and directories, modes normalized,
 // no symlinks), so the copy then takes the file modes and symlinks of the
-// base (see fromBase). Collecting again replaces the earlier copy. It fails
+// base (see fromBase). Crabbox's own files (.crabbox/ at the top of the
+// work directory) are never part of the result (see keepOwnOut), and a
+// base file Crabbox's sync never gave the box (see restoreUnsynced) is
+// never reported deleted.
+// Collecting again replaces the earlier copy. It fails
 // before a run has finished with a timing report.
 func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 	b, err := readBox(spec)
@@ -47,8 +52,18 @@ func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 	if info, err := os.Lstat(tree); err != nil || !info.IsDir() {
 		return fmt.Errorf("crabbox cp did not bring back the directory %s of box %s", workdir, b.ID)
 	}
+	received, err := syncManifest(tree)
+	if err != nil {
+		return fmt.Errorf("box %s: %w", b.ID, err)
+	}
+	if err := keepOwnOut(l.seed, tree); err != nil {
+		return fmt.Errorf("take crabbox's own files out of the copy of box %s: %w", b.ID, err)
+	}
 	if err := fromBase(l.seed, tree); err != nil {
 		return fmt.Errorf("complete the copy of box %s from the base: %w", b.ID, err)
+	}
+	if err := restoreUnsynced(l.seed, tree, received); err != nil {
+		return fmt.Errorf("put back the base files crabbox did not sync to box %s: %w", b.ID, err)
 	}
 	if err := os.RemoveAll(l.delta); err != nil {
 		return err
@@ -140,4 +155,141 @@ func treeSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// crabboxDir is where Crabbox keeps its own state inside the box's work
+// directory (sync manifest and fingerprint, finalize tokens,
+// git-hydrate-base, captures), as read from Crabbox 0bba5f7d.
+const crabboxDir = ".crabbox"
+
+// keepOwnOut makes .crabbox/ in the copy exactly what the base has there
+// (usually nothing): whatever Crabbox or the agent wrote under it is
+// removed, and the base's own .crabbox/ entries (a repository may commit
+// one) are put back from the seed, so nothing under .crabbox/ is ever
+// part of a result. The copy is only touched through an os.Root.
+func keepOwnOut(base, copyDir string) error {
+	root, err := os.OpenRoot(copyDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := root.RemoveAll(crabboxDir); err != nil {
+		return err
+	}
+	from := filepath.Join(base, crabboxDir)
+	if info, err := os.Lstat(from); err != nil || !info.IsDir() {
+		if err == nil && info.Mode().IsRegular() {
+			return copyIn(root, from, crabboxDir, info.Mode().Perm())
+		}
+		return nil // a base symlink is made again by fromBase
+	}
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(base, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return root.Mkdir(rel, 0o755)
+		case d.Type().IsRegular():
+			return copyIn(root, p, rel, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return root.Symlink(target, rel)
+		}
+		return nil
+	})
+}
+
+// copyIn copies the host file src to rel inside root with mode perm.
+func copyIn(root *os.Root, src, rel string, perm fs.FileMode) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := root.WriteFile(rel, data, perm); err != nil {
+		return err
+	}
+	return root.Chmod(rel, perm)
+}
+
+// syncManifest reads the paths Crabbox synced into the box, from the
+// NUL-separated .crabbox/sync-manifest it keeps in the work directory. A
+// copy without one fails: git-lease could not tell a file the agent deleted
+// from one the box never had.
+func syncManifest(tree string) (map[string]bool, error) {
+	data, err := os.ReadFile(filepath.Join(tree, crabboxDir, "sync-manifest"))
+	if err != nil {
+		return nil, fmt.Errorf("crabbox left no readable sync manifest (.crabbox/sync-manifest) in the work directory, so which base files the box received is unknown: %v", err)
+	}
+	received := map[string]bool{}
+	for _, name := range strings.Split(string(data), "\x00") {
+		if name != "" {
+			received[filepath.Clean(name)] = true
+		}
+	}
+	return received, nil
+}
+
+// restoreUnsynced puts back into the copy each base file or symlink that
+// Crabbox's sync left out (built-in excludes such as node_modules, .cache
+// or .venv at any depth, and what .crabboxignore names) when the copy has
+// nothing at its path: the box never had it, so it is no deletion. What
+// the agent made at such a path is kept. The copy is only touched through
+// an os.Root.
+func restoreUnsynced(base, copyDir string, received map[string]bool) error {
+	root, err := os.OpenRoot(copyDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(base, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if rel == ".git" || rel == crabboxDir {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || received[rel] {
+			return nil
+		}
+		if _, err := root.Lstat(rel); !errors.Is(err, fs.ErrNotExist) {
+			return err // the copy has something there (or cannot be read)
+		}
+		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			return nil // a parent the agent made a file: its change stands
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type().IsRegular():
+			return copyIn(root, p, rel, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return root.Symlink(target, rel)
+		}
+		return nil
+	})
 }

@@ -54,6 +54,11 @@ type Provider struct {
 	// MaxCopyBytes bounds the work directory Collect copies back; zero
 	// means no bound.
 	MaxCopyBytes int64
+	// PassEnv names the CRABBOX_* variables of the host's environment that
+	// reach crabbox (for example CRABBOX_COORDINATOR_TOKEN for a broker);
+	// no other CRABBOX_* variable does. CRABBOX_CONFIG and
+	// CRABBOX_ENV_ALLOW never pass.
+	PassEnv []string
 }
 
 var (

@@ -41,7 +41,7 @@ func TestCreateTwiceWarmsOnce(t *testing.T) {
 // and the ID Crabbox chose is recorded (and found again by Create).
 func TestRefusedRequestedIDFallsBack(t *testing.T) {
 	w := newWorld(t, map[string]string{"a.txt": "a\n"})
-	t.Setenv("CRABBOX_STANDIN_FIXED_ID", "unsupported")
+	t.Setenv("STANDIN_CRABBOX_FIXED_ID", "unsupported")
 	p, spec := w.provider(), w.spec("0123456789ab")
 	for range 2 {
 		if err := p.Create(t.Context(), spec); err != nil {
@@ -120,7 +120,7 @@ func TestLeaseIDConflict(t *testing.T) {
 func TestWarmupFailures(t *testing.T) {
 	w := newWorld(t, map[string]string{"a.txt": "a\n"})
 	p, spec := w.provider(), w.spec("0123456789ab")
-	t.Setenv("CRABBOX_STANDIN_WARMUP", "fail-after-lease")
+	t.Setenv("STANDIN_CRABBOX_WARMUP", "fail-after-lease")
 	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "exited 5") {
 		t.Fatalf("Create = %v", err)
 	}
@@ -134,7 +134,7 @@ func TestWarmupFailures(t *testing.T) {
 		t.Errorf("boxes left: %v", boxes)
 	}
 
-	t.Setenv("CRABBOX_STANDIN_WARMUP", "fail")
+	t.Setenv("STANDIN_CRABBOX_WARMUP", "fail")
 	spec = w.spec("ba9876543210")
 	if err := p.Create(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "provision failed") {
 		t.Fatalf("Create = %v", err)
@@ -166,7 +166,7 @@ func TestFailsClosed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.knobs {
-				t.Setenv("CRABBOX_STANDIN_"+k, v)
+				t.Setenv("STANDIN_CRABBOX_"+k, v)
 			}
 			p, spec := w.provider(), w.spec("0123456789ab")
 			if c.edit != nil {
@@ -181,7 +181,7 @@ func TestFailsClosed(t *testing.T) {
 				t.Error("a box was asked for")
 			}
 			for k := range c.knobs {
-				t.Setenv("CRABBOX_STANDIN_"+k, "")
+				t.Setenv("STANDIN_CRABBOX_"+k, "")
 			}
 			if err := p.Discard(t.Context(), spec); err != nil {
 				t.Errorf("Discard: %v", err)

@@ -20,9 +20,12 @@ import (
 // The agent's environment (cmd.Env, plus LEASE_ID) reaches the box through
 // an env profile file (--env-from-profile, one --allow-env per name); the
 // host's own environment does not. A box gets no host files, so spec.Binds
-// are not carried (the prompt still arrives on standard input), and a
-// variable that names a bound file is left out rather than point at
-// nothing. Wall time and output are bounded on the host (a
+// are not carried, and a variable that names a bound file is left out
+// rather than point at nothing; the one exception is the prompt
+// ($LEASE_PROMPT_FILE): Release uploads it with crabbox cp, after the
+// lease's identities are recorded, and the agent gets it on its standard
+// input (crabbox runs the remote command with ssh -n, so what is written to
+// crabbox's own standard input never arrives) and in $LEASE_PROMPT_FILE. Wall time and output are bounded on the host (a
 // host bound kills crabbox; the box's command is then stopped by Discard);
 // every other bound, and the box's network, is the Crabbox provider's
 // (spec.ProxySocket is not carried: git-lease's allowlist does not reach a
@@ -41,7 +44,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	args := []string{"run", "--provider", p.CrabboxProvider, "--id", b.ID, "--stop-after", "never", "--timing-json"}
-	names, err := writeEnvProfile(layout(spec).env, append(unbound(cmd.Env, spec.Binds), "LEASE_ID="+spec.ID))
+	env := cmd.Env
+	prompt, env := promptFile(spec, env)
+	names, err := writeEnvProfile(layout(spec).env, append(unbound(env, spec.Binds), "LEASE_ID="+spec.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +58,11 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if cmd.Dir != "" {
 		// crabbox runs the command at the top of the box's copy of the base.
 		argv = append([]string{"sh", "-c", `cd -- "$1" && shift && exec "$@"`, "lease-cd", cmd.Dir}, argv...)
+	}
+	if prompt != "" {
+		// crabbox runs the command with ssh -n, so its standard input is
+		// empty: feed it the prompt file uploaded at Release.
+		argv = append([]string{"sh", "-c", `exec "$@" < "$LEASE_PROMPT_FILE"`, "lease-prompt"}, argv...)
 	}
 	args = append(append(args, "--"), argv...)
 	c, err := p.command(ctx, spec, args...)
@@ -67,21 +77,91 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	// NewProc sends stderr to the output; keep its tail for the report.
 	stderr := &tail{max: maxStderr}
 	c.Stderr = io.MultiWriter(c.Stderr, stderr)
-	return &process{Proc: proc, spec: spec, box: b.ID, args: args, stderr: stderr}, nil
+	r := &process{Proc: proc, ctx: ctx, p: p, spec: spec, box: b.ID, args: args, stderr: stderr, prompt: prompt}
+	r.input = &discardInput{pipe: proc.Input()}
+	return r, nil
 }
+
+// promptIn is where a lease's prompt file is put on its box: outside the
+// work directory, so it is never part of the result.
+func promptIn(spec sandbox.Spec) string { return "/tmp/git-lease-" + spec.ID + ".prompt" }
+
+// promptFile finds the prompt among spec.Binds (the bind that
+// $LEASE_PROMPT_FILE names) and returns its host path, with env pointing
+// LEASE_PROMPT_FILE at the box's copy instead; with no prompt, env is
+// returned as it is.
+func promptFile(spec sandbox.Spec, env []string) (string, []string) {
+	for i, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if name != "LEASE_PROMPT_FILE" {
+			continue
+		}
+		for _, b := range spec.Binds {
+			if b.Sandbox == value && !b.Writable {
+				out := slices.Clone(env)
+				out[i] = "LEASE_PROMPT_FILE=" + promptIn(spec)
+				return b.Host, out
+			}
+		}
+	}
+	return "", env
+}
+
+// discardInput is a box agent's standard input on the host: crabbox does
+// not pass its own to the remote command (ssh -n), so what is written is
+// dropped (never blocking on a pipe nobody reads), and Close closes crabbox's
+// standard input. The prompt reaches the agent as a file instead.
+type discardInput struct {
+	pipe io.WriteCloser
+}
+
+func (d *discardInput) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardInput) Close() error                { return d.pipe.Close() }
 
 // process is a crabbox run: Wait reads how the run ended from Crabbox's
 // timing report rather than from crabbox's exit code.
 type process struct {
 	*sandbox.Proc
+	ctx    context.Context
+	p      Provider
 	spec   sandbox.Spec
 	box    string
 	args   []string
 	stderr *tail
+	prompt string // the prompt file on the host, or ""
+	input  *discardInput
+	failed error // Release could not start the run
 
 	once sync.Once
 	exit sandbox.Exit
 	err  error
+}
+
+// Input is the agent's standard input on the host (see discardInput).
+func (r *process) Input() io.WriteCloser { return r.input }
+
+// Release uploads the prompt file to the box (the runner releases the agent
+// only once the lease's identities are recorded, so the prompt never
+// reaches a box before them), then starts crabbox run.
+func (r *process) Release() error {
+	if r.prompt != "" {
+		c, err := r.p.run(r.ctx, r.spec, nil, "cp", "--provider", r.p.CrabboxProvider, "--id", r.box, r.prompt, "SANDBOX:"+promptIn(r.spec))
+		if err == nil && c.code != 0 {
+			err = c.err()
+		}
+		if err != nil {
+			r.failed = fmt.Errorf("upload the prompt to box %s: %w", r.box, err)
+			return r.failed
+		}
+	}
+	return r.Proc.Release()
+}
+
+// Kill stops crabbox, if it runs.
+func (r *process) Kill() {
+	if r.failed == nil {
+		r.Proc.Kill()
+	}
 }
 
 // Wait waits for crabbox and reports the agent's exit: the remote
@@ -89,6 +169,10 @@ type process struct {
 // (timeout). A run Crabbox canceled or could not carry out
 // (provider-error, or no timing report at all) is an error.
 func (r *process) Wait() (sandbox.Exit, error) {
+	if r.failed != nil {
+		os.Remove(layout(r.spec).env)
+		return sandbox.Exit{}, r.failed
+	}
 	exit, err := r.Proc.Wait()
 	r.once.Do(func() {
 		os.Remove(layout(r.spec).env)

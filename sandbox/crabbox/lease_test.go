@@ -185,7 +185,7 @@ func TestCollectBounds(t *testing.T) {
 		t.Errorf("the refused copy was kept: %v", err)
 	}
 
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "2s")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "2s")
 	p.MaxCopyBytes = 0
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
@@ -195,7 +195,7 @@ func TestCollectBounds(t *testing.T) {
 	if _, err := os.Stat(p.Delta(spec).Root); !os.IsNotExist(err) {
 		t.Errorf("a failed Collect left a delta: %v", err)
 	}
-	t.Setenv("CRABBOX_STANDIN_CP_DELAY", "")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "")
 	if err := p.Collect(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
@@ -223,5 +223,85 @@ func TestLaunchStartsInDir(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "DEEPFILE") || strings.Contains(out.String(), "TOPFILE") {
 		t.Errorf("the agent read %q, not my dir/$x;'/a.txt", out.String())
+	}
+}
+
+// Nothing under .crabbox/ is ever part of a result: not Crabbox's sync
+// state, not what the agent writes there, and a .crabbox/ the repository
+// commits comes back as it is in the base.
+func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
+	w := newWorld(t, map[string]string{"a.txt": "a\n", ".crabbox/keep.txt": "keep\n"})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
+		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z`}})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("run = %+v, %v", exit, err)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error { got = append(got, e.Path); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".crabbox", ".crabbox/keep.txt", "a.txt", "b.txt", "sub", "sub/.crabbox", "sub/.crabbox/z"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("delta = %v, want %v", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, ".crabbox", "keep.txt")); string(data) != "keep\n" {
+		t.Errorf(".crabbox/keep.txt came back as %q, want the base's", data)
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Crabbox's sync leaves out committed files under node_modules, .cache,
+// .venv (at any depth) and what a committed .crabboxignore names. The box
+// never had them, so they are never reported deleted; what the agent makes
+// there still comes back, and a file it did receive and deleted is deleted.
+func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
+	w := newWorld(t, map[string]string{
+		"a.txt":                   "a\n",
+		"gone.txt":                "g\n",
+		"node_modules/m/index.js": "m\n",
+		"web/.cache/c":            "c\n",
+		"py/.venv/bin/python":     "p\n",
+		"secret/s.txt":            "s\n",
+		".crabboxignore":          "secret\n",
+	})
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
+		`test ! -e node_modules/m/index.js && test ! -e secret/s.txt || exit 9; rm gone.txt; mkdir -p node_modules/n; echo n > node_modules/n/new.js`}})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("run = %+v, %v", exit, err)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+		if e.Kind.String() != "directory" {
+			got = append(got, e.Path)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".crabboxignore", "a.txt", "node_modules/m/index.js", "node_modules/n/new.js", "py/.venv/bin/python", "secret/s.txt", "web/.cache/c"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("delta files = %v, want %v", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, "node_modules", "m", "index.js")); string(data) != "m\n" {
+		t.Errorf("node_modules/m/index.js came back as %q", data)
+	}
+	if err := p.Discard(t.Context(), spec); err != nil {
+		t.Fatal(err)
 	}
 }

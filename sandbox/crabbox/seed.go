@@ -61,7 +61,7 @@ func seedGit(ctx context.Context, dir string, args ...string) (string, error) {
 	}, args...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(hostEnv(),
+	cmd.Env = append(Provider{}.env(os.Environ()),
 		"GIT_DIR="+dir+"/.git", "GIT_WORK_TREE="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_AUTHOR_DATE=2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2000-01-01T00:00:00Z", "LC_ALL=C",
 	)

@@ -62,11 +62,11 @@ type world struct {
 func newWorld(t *testing.T, files map[string]string, executable ...string) *world {
 	t.Helper()
 	for _, knob := range []string{"VERSION", "AUTH", "FIXED_ID", "WARMUP", "RUN_TIMEOUT", "VANISH", "CP_DELAY", "STOP"} {
-		t.Setenv("CRABBOX_STANDIN_"+knob, "")
+		t.Setenv("STANDIN_CRABBOX_"+knob, "")
 	}
 	w := &world{t: t, root: t.TempDir(), log: filepath.Join(t.TempDir(), "invocations.log")}
-	t.Setenv("CRABBOX_STANDIN_ROOT", w.root)
-	t.Setenv("CRABBOX_STANDIN_LOG", w.log)
+	t.Setenv("STANDIN_CRABBOX_ROOT", w.root)
+	t.Setenv("STANDIN_CRABBOX_LOG", w.log)
 	w.repo = refstest.Repo(t, files)
 	if len(executable) > 0 {
 		refstest.Git(t, w.repo, append([]string{"update-index", "--chmod=+x"}, executable...)...)

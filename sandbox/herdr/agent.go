@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,10 +42,27 @@ type AgentInfo struct {
 	StateChangeSeq uint64 `json:"state_change_seq"`
 }
 
+// reportSeq is the last seq sent with a report.
+var reportSeq atomic.Int64
+
+// nextReportSeq is the seq of the next report: Herdr ignores a report from
+// a source whose seq is not above the last it saw from that source on the
+// pane, so a late report never overwrites a newer one. Clock-based, so a
+// runner that starts again (or a second git-lease process) still counts up.
+func nextReportSeq() uint64 {
+	for {
+		last := reportSeq.Load()
+		next := max(time.Now().UnixNano(), last+1)
+		if reportSeq.CompareAndSwap(last, next) {
+			return uint64(next)
+		}
+	}
+}
+
 // ReportAgent tells Herdr the state of the agent in a pane, as Source.
 // agent names it (such as the agent command); state is idle, working,
 // blocked or unknown (report idle when the agent is done). The latest
-// report wins, so repeating one is harmless, but a report whose answer was
+// report wins (each carries a rising seq), so repeating one is harmless, but a report whose answer was
 // lost is not sent again by the client: report again if it matters. A
 // missing pane matches ErrPaneNotFound.
 func (c *Client) ReportAgent(ctx context.Context, paneID, agent string, state Status, message string) error {
@@ -58,7 +76,7 @@ func (c *Client) ReportAgent(ctx context.Context, paneID, agent string, state St
 	if agent == "" {
 		return errors.New("herdr pane.report_agent: the agent name is empty")
 	}
-	params := map[string]string{"pane_id": paneID, "source": Source, "agent": agent, "state": string(state)}
+	params := map[string]any{"pane_id": paneID, "source": Source, "agent": agent, "state": string(state), "seq": nextReportSeq()}
 	if message != "" {
 		params["message"] = message
 	}

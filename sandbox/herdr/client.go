@@ -1,5 +1,6 @@
 // Package herdr is git-lease's client for Herdr's local socket API
-// (github.com/herdrdev/herdr, protocol 20, Herdr 0.8.2). Herdr supervises
+// (github.com/herdrdev/herdr, written against Herdr 0.8.2 at commit
+// 1c76079f, and accepting any later version). Herdr supervises
 // an agent: git-lease opens a pane without stealing focus, runs its own
 // in-pane runner there, reports the agent's state, reads Herdr's view and
 // closes the pane at cleanup.
@@ -24,9 +25,13 @@ import (
 	"time"
 )
 
-// Protocol is the Herdr socket protocol this client speaks. Herdr itself
-// requires client and server protocols to be equal.
-const Protocol = 20
+// MinVersion is the Herdr version this client was written against; Ping
+// accepts it and any later one. Herdr's ping also reports a protocol
+// number, but that is the wire version between Herdr's own terminal client
+// and server (bumped with most releases), not the JSON API this client
+// speaks: the client never checks it. What it checks instead is that each
+// answer has the result type it expects.
+const MinVersion = "0.8.2"
 
 // DefaultTimeout bounds one call when the client sets no Timeout and the
 // caller's context has no earlier deadline.
@@ -43,8 +48,9 @@ var (
 	// ErrNoAnswer means the server closed the connection before answering:
 	// a request that changes something may or may not have been applied.
 	ErrNoAnswer = errors.New("herdr closed the connection without answering")
-	// ErrProtocol means the server speaks another protocol than Protocol.
-	ErrProtocol = errors.New("unsupported herdr protocol")
+	// ErrVersion means the server is older than MinVersion, or gives no
+	// version this client can read.
+	ErrVersion = errors.New("unsupported herdr version")
 	// ErrFocus refuses a focus method: git-lease never moves the user's focus.
 	ErrFocus = errors.New("git-lease never calls herdr focus methods")
 )
@@ -252,7 +258,7 @@ func decode(name, id, result string, answer []byte, out any) error {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(reply.Result, &kind); err != nil || kind.Type != result {
-		return fmt.Errorf("herdr %s: answered a %q result, want %q: does the server speak protocol %d?", name, kind.Type, result, Protocol)
+		return fmt.Errorf("herdr %s: answered a %q result, want %q: is the server herdr %s or later?", name, kind.Type, result, MinVersion)
 	}
 	if out == nil {
 		return nil
@@ -277,17 +283,60 @@ type Capabilities struct {
 	DetachedServerDaemon bool `json:"detached_server_daemon"`
 }
 
-// Ping checks that a server answers on the socket and speaks Protocol.
-// It fails with ErrUnreachable when nothing listens and ErrProtocol (with
-// the server's answer) when the protocol differs. Ping changes nothing and
-// is retried once if the connection drops.
+// Ping checks that a server answers on the socket with a pong and that its
+// version is at least MinVersion. It fails with ErrUnreachable when nothing
+// listens and ErrVersion (with the server's answer) when the server is
+// older or names no readable version. The protocol number is reported, not
+// checked. Ping changes nothing and is retried once if the connection
+// drops.
 func (c *Client) Ping(ctx context.Context) (Server, error) {
 	var s Server
 	if err := c.call(ctx, "ping", struct{}{}, &s); err != nil {
 		return Server{}, err
 	}
-	if s.Protocol != Protocol {
-		return s, fmt.Errorf("%w: herdr %s at %s speaks protocol %d, git-lease speaks %d (herdr 0.8.2): run a matching herdr or update git-lease", ErrProtocol, s.Version, c.Socket, s.Protocol, Protocol)
+	v, ok := parseVersion(s.Version)
+	if !ok {
+		return s, fmt.Errorf("%w: herdr at %s reports version %q, which git-lease cannot read: it needs herdr %s or later", ErrVersion, c.Socket, s.Version, MinVersion)
+	}
+	if min, _ := parseVersion(MinVersion); less(v, min) {
+		return s, fmt.Errorf("%w: herdr %s at %s is older than %s, the version git-lease was written against: update herdr", ErrVersion, s.Version, c.Socket, MinVersion)
 	}
 	return s, nil
+}
+
+// parseVersion reads major.minor.patch from a version such as 0.8.2,
+// v0.9.0 or 0.9.0-rc.1 (what follows the patch number is ignored).
+func parseVersion(s string) ([3]int, bool) {
+	var v [3]int
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	for i := range v {
+		n, digits := 0, 0
+		for digits < len(s) && s[digits] >= '0' && s[digits] <= '9' {
+			if n > 1<<20 {
+				return v, false
+			}
+			n = n*10 + int(s[digits]-'0')
+			digits++
+		}
+		if digits == 0 {
+			return v, false
+		}
+		v[i], s = n, s[digits:]
+		if i < 2 {
+			if !strings.HasPrefix(s, ".") {
+				return v, false
+			}
+			s = s[1:]
+		}
+	}
+	return v, true
+}
+
+func less(a, b [3]int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }

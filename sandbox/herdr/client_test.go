@@ -8,19 +8,46 @@ import (
 	"time"
 )
 
-func TestPingChecksTheProtocol(t *testing.T) {
+func TestPingAcceptsNewerHerdr(t *testing.T) {
 	s := startStandin(t)
 	srv, err := s.Ping(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if srv.Protocol != Protocol || srv.Version == "" {
-		t.Errorf("Ping = %+v, want protocol %d and a version", srv, Protocol)
+	if srv.Version != MinVersion || !srv.Capabilities.LiveHandoff {
+		t.Errorf("Ping = %+v, want version %s with live handoff", srv, MinVersion)
 	}
 
-	old := startStandin(t, "-protocol", "19")
-	if _, err := old.Ping(t.Context()); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "protocol 19") {
-		t.Errorf("Ping against protocol 19 = %v, want ErrProtocol naming 19", err)
+	// A later Herdr bumps its terminal wire protocol; the JSON API answers
+	// as before, so git-lease works with it.
+	newer := startStandin(t, "-protocol", "23", "-version", "0.9.1", "-live-handoff=false")
+	srv, err = newer.Ping(t.Context())
+	if err != nil {
+		t.Fatalf("Ping against herdr 0.9.1 (protocol 23) = %v, want it accepted", err)
+	}
+	if srv.Protocol != 23 || srv.Capabilities.LiveHandoff {
+		t.Errorf("Ping = %+v, want protocol 23 without live handoff", srv)
+	}
+	runPane(t, newer.Client, "lease:1234aaaaaaaa", "cat")
+
+	for _, v := range []string{"0.8.1", "0.7.9", "", "latest"} {
+		old := startStandin(t, "-version", v)
+		if _, err := old.Ping(t.Context()); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), MinVersion) {
+			t.Errorf("Ping against version %q = %v, want ErrVersion naming %s", v, err, MinVersion)
+		}
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string][3]int{"0.8.2": {0, 8, 2}, "v0.10.0": {0, 10, 0}, "1.2.3-rc.1": {1, 2, 3}, "0.8.2+abc": {0, 8, 2}} {
+		if got, ok := parseVersion(in); !ok || got != want {
+			t.Errorf("parseVersion(%q) = %v, %v, want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "0.8", "x.1.2", "0..2", "dev"} {
+		if _, ok := parseVersion(in); ok {
+			t.Errorf("parseVersion(%q) succeeded", in)
+		}
 	}
 }
 
@@ -249,6 +276,12 @@ func TestRestartMeansTheProcessIsGone(t *testing.T) {
 		t.Errorf("Close of a pane that is not ours removed it: %v", err)
 	}
 	if err := s.Close(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, p.PaneID); err != nil {
+		t.Errorf("Close closed a pane by its label alone: %v", err)
+	}
+	if err := s.CloseRelabeled(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, p.PaneID); !errors.Is(err, ErrPaneNotFound) {

@@ -1,8 +1,13 @@
 package herdr
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +137,48 @@ func TestOversizedRequestIsNotSent(t *testing.T) {
 	}
 	if n := s.count(t, "pane.send_input"); n != 0 {
 		t.Errorf("the oversized request was sent")
+	}
+}
+
+// TestReportsCarryARisingSeq checks that every pane.report_agent carries a
+// seq above the last, so Herdr drops a report that arrives late.
+func TestReportsCarryARisingSeq(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "herdr.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	seqs := make(chan *uint64, 3)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID     string `json:"id"`
+				Params struct {
+					Seq *uint64 `json:"seq"`
+				} `json:"params"`
+			}
+			line, _ := bufio.NewReader(conn).ReadBytes('\n')
+			json.Unmarshal(line, &req)
+			seqs <- req.Params.Seq
+			fmt.Fprintf(conn, `{"id":%q,"result":{"type":"ok"}}`+"\n", req.ID)
+			conn.Close()
+		}
+	}()
+	c := &Client{Socket: socket}
+	var last uint64
+	for i, st := range []Status{StatusWorking, StatusBlocked, StatusIdle} {
+		if err := c.ReportAgent(t.Context(), "w1:p1", "git-lease", st, ""); err != nil {
+			t.Fatal(err)
+		}
+		seq := <-seqs
+		if seq == nil || *seq <= last {
+			t.Fatalf("report %d carried seq %v, want a number above %d", i, seq, last)
+		}
+		last = *seq
 	}
 }

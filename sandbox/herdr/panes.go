@@ -7,9 +7,11 @@ import (
 )
 
 // Pane is what git-lease records to find its pane again. PaneID and Label
-// can survive a Herdr restart (and pane IDs can be reused), but TerminalID
-// is new for every process Herdr starts: a changed TerminalID means the
-// process that git-lease started is gone.
+// survive a Herdr restart and a live handoff (and pane IDs can be reused),
+// but TerminalID is new after either: a restart kills the pane's process,
+// a live handoff (herdr update --handoff) keeps it. A changed TerminalID
+// alone therefore does not tell whether the process git-lease started
+// lives; the supervisor asks the runner's recorded PID and start time.
 type Pane struct {
 	PaneID     string `json:"pane_id"`
 	TerminalID string `json:"terminal_id"`
@@ -49,8 +51,9 @@ func (c *Client) Get(ctx context.Context, paneID string) (PaneInfo, error) {
 
 // Check reports whether the process git-lease started in p still runs: the
 // pane exists and still shows p's terminal. A missing pane or a new
-// terminal (Herdr restarted, or the ID now names another pane) is "gone",
-// never an error; labels and titles are not trusted. Errors are reserved
+// terminal (Herdr restarted or handed off, or the ID now names another
+// pane) is "not shown", never an error (the supervisor tells a handoff from
+// a restart); labels and titles are not trusted. Errors are reserved
 // for not reaching Herdr. Check changes nothing.
 func (c *Client) Check(ctx context.Context, p Pane) (bool, error) {
 	info, err := c.Get(ctx, p.PaneID)
@@ -115,12 +118,24 @@ func (c *Client) Interrupt(ctx context.Context, paneID string) error {
 	return c.call(ctx, "pane.send_keys", params, nil)
 }
 
-// Close closes p and kills its process. It closes the pane under p's ID
-// only if that pane still shows p's terminal, or, after a Herdr restart,
-// still carries p's non-empty label; any other pane under that ID is
-// someone else's and is left alone. A pane that is already gone is not an
-// error, so Close is idempotent: after an error, call it again.
+// Close closes p and kills its process, only if the pane under p's ID
+// still shows p's terminal; any other pane under that ID is left alone (see
+// CloseRelabeled). A pane that is already gone is not an error, so Close is
+// idempotent: after an error, call it again.
 func (c *Client) Close(ctx context.Context, p Pane) error {
+	return c.closeIf(ctx, p, func(info PaneInfo) bool { return info.TerminalID == p.TerminalID })
+}
+
+// CloseRelabeled closes the pane under p's ID that shows another terminal
+// but p's non-empty label: what a Herdr restart or live handoff leaves.
+// The label alone does not prove the pane is the caller's: call it only
+// with other evidence (git-lease's supervisor checks the runner's recorded
+// process). A pane that is already gone is not an error.
+func (c *Client) CloseRelabeled(ctx context.Context, p Pane) error {
+	return c.closeIf(ctx, p, func(info PaneInfo) bool { return p.Label != "" && info.Label == p.Label })
+}
+
+func (c *Client) closeIf(ctx context.Context, p Pane, ours func(PaneInfo) bool) error {
 	info, err := c.Get(ctx, p.PaneID)
 	if errors.Is(err, ErrPaneNotFound) {
 		return nil
@@ -128,8 +143,7 @@ func (c *Client) Close(ctx context.Context, p Pane) error {
 	if err != nil {
 		return err
 	}
-	ours := info.TerminalID == p.TerminalID || p.Label != "" && info.Label == p.Label
-	if !ours {
+	if !ours(info) {
 		return nil
 	}
 	err = c.call(ctx, "pane.close", map[string]string{"pane_id": p.PaneID}, nil)

@@ -16,42 +16,52 @@
 //	crabbox stop     [--provider P] (--id ID | ID)          (release: the same)
 //
 // Where things live, as in Crabbox: the provider's side (boxes, fixed-ID
-// tombstones) under $CRABBOX_STANDIN_ROOT, which plays the cloud; local
+// tombstones) under $STANDIN_CRABBOX_ROOT, which plays the cloud; local
 // claims under $XDG_STATE_HOME/crabbox/claims/<id>.json. Each box has its
 // own file system directory; a run syncs the current repository (git
-// ls-files --cached --others --exclude-standard) to
-// /work/crabbox/<id>/<repo> in it and runs ARGV there directly (no shell),
-// with the remote stdout and stderr on its own, then prints the timing JSON
-// as one line on stderr, and "remote command exited N" after it when N is
-// not 0, exiting N. Downloads with cp carry regular files and directories
+// ls-files --cached --others --exclude-standard, minus Crabbox's built-in
+// excludes such as node_modules, .cache or .venv at any depth and what a
+// .crabboxignore names, as Crabbox 0bba5f7d does) to
+// /work/crabbox/<id>/<repo> in it, keeping its sync state in .crabbox/
+// there (sync-manifest, sync-fingerprint, the finalize tokens,
+// git-hydrate-base, as Crabbox 0bba5f7d does), and runs ARGV there directly
+// (no shell) with an empty stdin (Crabbox runs it with ssh -n) and the
+// remote stdout and stderr on its own; then it prints the timing JSON as
+// one line on stderr, and "remote command exited N" after it when N is not
+// 0, exiting N. Downloads with cp carry regular files and directories
 // only, with modes 0644 and 0755, as Crabbox's hardened download does.
 // Config: $CRABBOX_CONFIG, else ./crabbox.yaml and ./.crabbox.yaml; only a
 // top-level "provider:" line is read (a --provider flag wins).
+// Like Crabbox, it acts on a CRABBOX_* variable over its config file:
+// CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET=1 mounts the host's Docker socket
+// into the box (here: the command gets DOCKER_HOST pointing at it).
 //
 // Exit codes, as Crabbox: 0 ok; 2 usage or config; 3 auth; 4 not found or
 // lease_id_conflict; 5 wait timeout; 7 provider failure; any other code is
 // the remote command's own.
 //
-// Knobs (environment variables):
+// Knobs (environment variables, named STANDIN_CRABBOX_* rather than
+// CRABBOX_* because git-lease passes no CRABBOX_* variable that trusted
+// policy does not name):
 //
-//	CRABBOX_STANDIN_ROOT         the provider's directory (required by box commands)
-//	CRABBOX_STANDIN_LOG          append one JSON line per invocation: argv, cwd,
+//	STANDIN_CRABBOX_ROOT         the provider's directory (required by box commands)
+//	STANDIN_CRABBOX_LOG          append one JSON line per invocation: argv, cwd,
 //	                             and the CRABBOX_CONFIG and XDG_STATE_HOME it saw
-//	CRABBOX_STANDIN_VERSION      the version --version prints (default 0.46.0)
-//	CRABBOX_STANDIN_AUTH=missing every provider command exits 3 (not logged in)
+//	STANDIN_CRABBOX_VERSION      the version --version prints (default 0.46.0)
+//	STANDIN_CRABBOX_AUTH=missing every provider command exits 3 (not logged in)
 //	                             and doctor reports a failed auth check
-//	CRABBOX_STANDIN_FIXED_ID=unsupported  warmup --lease-id exits 2, as for
+//	STANDIN_CRABBOX_FIXED_ID=unsupported  warmup --lease-id exits 2, as for
 //	                             providers without fixed lease IDs
-//	CRABBOX_STANDIN_WARMUP=fail  warmup exits 7 before leasing anything
-//	CRABBOX_STANDIN_WARMUP=fail-after-lease  warmup prints its leased line,
+//	STANDIN_CRABBOX_WARMUP=fail  warmup exits 7 before leasing anything
+//	STANDIN_CRABBOX_WARMUP=fail-after-lease  warmup prints its leased line,
 //	                             leaves the box provisioning and exits 5
-//	CRABBOX_STANDIN_RUN_TIMEOUT=D  a run longer than D is killed and reported
+//	STANDIN_CRABBOX_RUN_TIMEOUT=D  a run longer than D is killed and reported
 //	                             with errorKind timeout
-//	CRABBOX_STANDIN_VANISH=run   the box disappears (as if expired) when a run
+//	STANDIN_CRABBOX_VANISH=run   the box disappears (as if expired) when a run
 //	                             starts: the run exits 4 without a report
-//	CRABBOX_STANDIN_CP_DELAY=D   cp sleeps D before each file (a slow copy)
-//	CRABBOX_STANDIN_STOP=notfound  stop removes the box but exits 4 "not found"
-//	CRABBOX_STANDIN_STOP=leave   stop says it deleted the box but leaves it
+//	STANDIN_CRABBOX_CP_DELAY=D   cp sleeps D before each file (a slow copy)
+//	STANDIN_CRABBOX_STOP=notfound  stop removes the box but exits 4 "not found"
+//	STANDIN_CRABBOX_STOP=leave   stop says it deleted the box but leaves it
 //
 // IDs the stand-in chooses (warmup without --lease-id) are handed out in
 // order, cbx_000000000001 first, rather than at random as Crabbox does, so
@@ -127,9 +137,9 @@ func dispatch(args []string) *exitError {
 	return command(args[1:])
 }
 
-// knob reads CRABBOX_STANDIN_<name>.
+// knob reads STANDIN_CRABBOX_<name>.
 func knob(name, fallback string) string {
-	if v := os.Getenv("CRABBOX_STANDIN_" + name); v != "" {
+	if v := os.Getenv("STANDIN_CRABBOX_" + name); v != "" {
 		return v
 	}
 	return fallback
@@ -171,7 +181,7 @@ func configProvider() string {
 }
 
 func logInvocation(args []string) {
-	path := os.Getenv("CRABBOX_STANDIN_LOG")
+	path := os.Getenv("STANDIN_CRABBOX_LOG")
 	if path == "" {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -88,7 +90,7 @@ func runCommand(args []string) *exitError {
 			return err
 		}
 	}
-	env, err := remoteEnv(b, allow, profiles)
+	env, err := remoteEnv(b, allow, profiles, boxFS(root, b.ID))
 	if err != nil {
 		return err
 	}
@@ -121,8 +123,8 @@ func runCommand(args []string) *exitError {
 	return nil
 }
 
-// execute runs argv in workdir with env, with the remote output on the
-// stand-in's own, and says how it ended.
+// execute runs argv in workdir with env, with an empty standard input and
+// the remote output on the stand-in's own, and says how it ended.
 func execute(argv []string, workdir string, env []string) (code int, errorKind string) {
 	ctx := context.Background()
 	if d, err := time.ParseDuration(knob("RUN_TIMEOUT", "")); err == nil {
@@ -132,7 +134,9 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = workdir, env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Crabbox runs the remote command with ssh -n: its standard input is
+	// empty, whatever crabbox's own is.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	err := cmd.Run()
@@ -153,7 +157,11 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 // execution metadata, and the allowlisted names (CI and NODE_OPTIONS by
 // default, plus --allow-env) from the local environment or, winning, from
 // the env profiles.
-func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
+//
+// The stand-in has no file system namespace: the value of a variable that
+// is an absolute path to a file in the box's file system (one put there with
+// cp) is given as that file's path on the host.
+func remoteEnv(b box, allow, profiles []string, fsRoot string) ([]string, *exitError) {
 	values := map[string]string{}
 	allowed := append([]string{"CI", "NODE_OPTIONS"}, allow...)
 	for _, name := range allowed {
@@ -175,10 +183,27 @@ func remoteEnv(b box, allow, profiles []string) ([]string, *exitError) {
 		}
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "CRABBOX_LEASE_ID=" + b.ID, "CRABBOX_RUN_ID=run_" + b.ID[4:], "CRABBOX_SLUG=" + b.Slug}
+	if dockerSocket() {
+		// Crabbox mounts the host's Docker socket into the local container:
+		// whoever runs in the box is root on the host.
+		env = append(env, "DOCKER_HOST=unix:///var/run/docker.sock")
+	}
 	for name, v := range values {
+		if path.IsAbs(v) && path.Clean(v) == v && v != "/" {
+			if info, err := os.Lstat(filepath.Join(fsRoot, v)); err == nil && info.Mode().IsRegular() {
+				v = filepath.Join(fsRoot, v)
+			}
+		}
 		env = append(env, name+"="+v)
 	}
 	return env, nil
+}
+
+// dockerSocket is Crabbox's CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET, which
+// (like every CRABBOX_* variable Crabbox reads) overrides the config file.
+func dockerSocket() bool {
+	v, err := strconv.ParseBool(os.Getenv("CRABBOX_LOCAL_CONTAINER_DOCKER_SOCKET"))
+	return err == nil && v
 }
 
 // parseProfile reads KEY=value lines; a value in single quotes is taken
@@ -213,12 +238,82 @@ func syncRepo(repo, workdir string) *exitError {
 	if err := os.MkdirAll(workdir, 0o755); err != nil {
 		return fail(7, "create remote workdir: %v", err)
 	}
+	ignore := crabboxIgnore(repo)
+	var manifest []string
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if name == "" {
+		if name == "" || excluded(name, ignore) {
 			continue
 		}
 		if err := copyEntry(filepath.Join(repo, name), filepath.Join(workdir, name), true); err != nil {
 			return fail(6, "rsync failed: %v", err)
+		}
+		manifest = append(manifest, name)
+	}
+	return writeSyncState(repo, workdir, manifest)
+}
+
+// builtinExcludes are some of the names Crabbox 0bba5f7d leaves out of a
+// sync wherever they occur, tracked or not (its list is longer).
+var builtinExcludes = []string{
+	"node_modules", "dist", "coverage", ".cache", ".tmp", ".local", ".venv", "__pycache__",
+	".pytest_cache", ".mypy_cache", ".gradle", "target", ".next", ".turbo",
+}
+
+// crabboxIgnore reads the patterns of a .crabboxignore at the top of the
+// repository (the stand-in takes each line as a name matched at any
+// depth, or a path prefix when it holds a slash).
+func crabboxIgnore(repo string) []string {
+	data, err := os.ReadFile(filepath.Join(repo, ".crabboxignore"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "/")
+		if line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// excluded reports whether Crabbox's sync leaves name out.
+func excluded(name string, ignore []string) bool {
+	parts := strings.Split(name, "/")
+	for _, pattern := range append(slices.Clone(builtinExcludes), ignore...) {
+		if strings.Contains(pattern, "/") {
+			if name == pattern || strings.HasPrefix(name, pattern+"/") {
+				return true
+			}
+			continue
+		}
+		if slices.Contains(parts, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeSyncState writes what Crabbox keeps of a sync in .crabbox/ inside
+// the box's work directory (as Crabbox 0bba5f7d does): the manifest of
+// synced paths (NUL-terminated, as Crabbox writes it), its fingerprint, the finalize tokens and the base commit
+// it hydrated git from. A copy of the work directory brings them back.
+func writeSyncState(repo, workdir string, manifest []string) *exitError {
+	head, _ := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	meta := filepath.Join(workdir, ".crabbox")
+	files := map[string]string{
+		"sync-manifest":                strings.Join(manifest, "\x00") + "\x00",
+		"sync-fingerprint":             fmt.Sprintf("%x\n", len(manifest)),
+		"sync-finalize-token":          "finalize_standin\n",
+		"sync-finalize-complete-token": "finalize_standin\n",
+		"git-hydrate-base":             string(head),
+	}
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		return fail(6, "create sync state: %v", err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(meta, name), []byte(data), 0o644); err != nil {
+			return fail(6, "write sync state: %v", err)
 		}
 	}
 	return nil

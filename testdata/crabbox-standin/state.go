@@ -44,9 +44,9 @@ type claim struct {
 }
 
 func providerRoot() (string, *exitError) {
-	root := os.Getenv("CRABBOX_STANDIN_ROOT")
+	root := os.Getenv("STANDIN_CRABBOX_ROOT")
 	if root == "" {
-		return "", fail(2, "CRABBOX_STANDIN_ROOT is not set")
+		return "", fail(2, "STANDIN_CRABBOX_ROOT is not set")
 	}
 	return root, nil
 }

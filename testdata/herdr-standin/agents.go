@@ -10,10 +10,11 @@ import (
 
 func (s *server) reportAgent(_ context.Context, params json.RawMessage) (result, *apiError) {
 	var p struct {
-		PaneID string `json:"pane_id"`
-		Source string `json:"source"`
-		Agent  string `json:"agent"`
-		State  string `json:"state"`
+		PaneID string  `json:"pane_id"`
+		Source string  `json:"source"`
+		Agent  string  `json:"agent"`
+		State  string  `json:"state"`
+		Seq    *uint64 `json:"seq"`
 	}
 	if err := decode(params, &p); err != nil {
 		return nil, err
@@ -31,6 +32,16 @@ func (s *server) reportAgent(_ context.Context, params json.RawMessage) (result,
 	agent := strings.TrimSpace(p.Agent)
 	if agent == "" {
 		return nil, failure("invalid_agent", "agent label must not be empty")
+	}
+	if p.Seq != nil {
+		// As Herdr: a report not newer than the source's last is dropped.
+		if last, ok := pn.reports[p.Source]; ok && *p.Seq <= last {
+			return result{"type": "ok"}, nil
+		}
+		if pn.reports == nil {
+			pn.reports = map[string]uint64{}
+		}
+		pn.reports[p.Source] = *p.Seq
 	}
 	before := pn.status()
 	// Idle after working or blocked (or a known agent's unknown) is a

@@ -1,13 +1,19 @@
 // Command herdr-standin stands in for a Herdr server (socket protocol 20,
-// Herdr 0.8.2) in git-lease's tests, where Herdr cannot be installed. It
-// speaks Herdr's framing and error shape and the methods git-lease calls,
-// with Herdr's result shapes, and runs pane commands as real processes.
+// Herdr 0.8.2, as read from herdrdev/herdr at commit 1c76079f) in
+// git-lease's tests, where Herdr cannot be installed. It speaks Herdr's
+// framing and error shape and the methods git-lease calls, with Herdr's
+// result shapes, and runs pane commands as real processes.
 //
-//	herdr-standin [-socket PATH] [-log FILE] [-protocol N]
+//	herdr-standin [-socket PATH] [-log FILE] [-protocol N] [-version V] [-live-handoff=B]
 //
-//	-socket    Unix socket to listen on (default $HERDR_SOCKET_PATH)
-//	-log       append the method name of every request to FILE, one a line
-//	-protocol  the protocol ping reports (default 20)
+//	-socket        Unix socket to listen on (default $HERDR_SOCKET_PATH)
+//	-log           append the method name of every request to FILE, one a line
+//	-protocol      the protocol ping reports (default 20). In Herdr it is the
+//	               terminal client/server wire version, bumped often; the JSON
+//	               API does not change with it
+//	-version       the version ping reports (default 0.8.2)
+//	-live-handoff  ping's capabilities.live_handoff (default true, as Herdr on
+//	               Unix)
 //
 // Framing, as Herdr: one request per connection, one JSON line of at most
 // 1 MiB that must arrive within 5 s, answered by one line with the same id:
@@ -32,6 +38,10 @@
 // request with "focus": true, is refused with code
 // standin_refused (and logged like every request).
 //
+// pane.report_agent takes Herdr's optional seq: a report whose seq is not
+// above the last one seen from the same source on that pane is ignored
+// (answered ok, as Herdr does).
+//
 // Control methods, on the same socket:
 //
 //	standin.set {"drop":N,"delay_ms":D}  apply the Nth request after this
@@ -40,6 +50,9 @@
 //	standin.restart {}  behave like a restarted Herdr: panes keep their IDs
 //	    and labels but get new terminal IDs; their processes are killed and
 //	    their output and agent state are lost; argv panes come back as shells.
+//	standin.handoff {}  behave like a live handoff (herdr update --handoff):
+//	    panes keep their IDs, labels, processes, output and agent state, but
+//	    each gets a new terminal ID.
 //
 // SIGTERM or SIGINT kills every pane process and removes the socket.
 package main
@@ -68,11 +81,14 @@ func main() {
 	socket := flag.String("socket", os.Getenv("HERDR_SOCKET_PATH"), "Unix socket to listen on")
 	logPath := flag.String("log", "", "append every request's method name to this file")
 	protocol := flag.Int("protocol", 20, "protocol number ping reports")
+	version := flag.String("version", "0.8.2", "version ping reports")
+	handoff := flag.Bool("live-handoff", true, "ping's capabilities.live_handoff")
 	flag.Parse()
 	if *socket == "" {
 		fatal(fmt.Errorf("no socket: pass -socket or set HERDR_SOCKET_PATH"))
 	}
 	s := newServer(*socket, *protocol)
+	s.version, s.liveHandoff = *version, *handoff
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -151,6 +167,7 @@ var handlers = map[string]handler{
 	"pane.close":         (*server).paneClose,
 	"standin.set":        (*server).set,
 	"standin.restart":    (*server).restart,
+	"standin.handoff":    (*server).handoff,
 }
 
 // serve answers the one request of a connection.
@@ -278,8 +295,8 @@ func (s *server) set(_ context.Context, params json.RawMessage) (result, *apiErr
 func (s *server) ping(context.Context, json.RawMessage) (result, *apiError) {
 	return result{
 		"type":         "pong",
-		"version":      "0.8.2-standin",
+		"version":      s.version,
 		"protocol":     s.protocol,
-		"capabilities": map[string]bool{"live_handoff": false, "detached_server_daemon": false},
+		"capabilities": map[string]bool{"live_handoff": s.liveHandoff, "detached_server_daemon": false},
 	}, nil
 }

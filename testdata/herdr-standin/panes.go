@@ -288,6 +288,18 @@ func (s *server) restart(context.Context, json.RawMessage) (result, *apiError) {
 	return result{"type": "ok"}, nil
 }
 
+// handoff is a live handoff: the processes, output and agent state stay,
+// and every pane gets a new terminal ID under its old pane ID and label.
+func (s *server) handoff(context.Context, json.RawMessage) (result, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.panes {
+		p.terminalID = s.newTerminalID()
+		p.revision++
+	}
+	return result{"type": "ok"}, nil
+}
+
 func (s *server) shutdown() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,9 +10,11 @@ import (
 
 // server holds the stand-in's workspaces and panes; mu guards everything.
 type server struct {
-	socket   string
-	protocol int
-	log      *os.File
+	socket      string
+	protocol    int
+	version     string
+	liveHandoff bool
+	log         *os.File
 
 	mu         sync.Mutex
 	workspaces []*workspace
@@ -50,7 +52,8 @@ type pane struct {
 	agent    string // reported agent label, "" when none
 	state    string // idle, working, blocked or unknown
 	seen     bool
-	seq      uint64 // state_change_seq
+	seq      uint64            // state_change_seq
+	reports  map[string]uint64 // the last report seq per source
 	revision uint64
 }
 
