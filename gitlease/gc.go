@@ -33,6 +33,8 @@ func GC(ctx context.Context, repo *refs.Repo, opts GCOptions) ([]string, error) 
 	for _, x := range all {
 		l := x.Lease
 		switch {
+		case x.ReadOnly():
+			continue
 		case l.Cleanup == nil || l.Cleanup.State != CleanupConfirmed:
 			continue
 		case l.UpdatedAt.After(cutoff):

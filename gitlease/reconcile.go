@@ -49,13 +49,14 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	}
 	// Quick only looks at leases that were being worked on; it runs before
 	// every start, so it does not load the others.
-	all, err := listWhere(repo, func(s State) bool { return !opts.Quick || !s.Settled() })
+	// A log it cannot read is left alone: git lease doctor names it.
+	all, _, err := listWhere(repo, func(s State) bool { return !opts.Quick || !s.Settled() })
 	if err != nil {
 		return nil, err
 	}
 	repairs := []Repair{}
 	for _, x := range all {
-		if x.Busy() || x.StartedElsewhere() {
+		if x.Busy() || x.StartedElsewhere() || x.ReadOnly() {
 			continue
 		}
 		action, err := x.reconcile(ctx, opts.Quick, progress)

@@ -241,8 +241,10 @@ func parseLease(b []byte) (*Lease, error) {
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)
 	}
-	if l.Version != RecordVersion {
-		return nil, fmt.Errorf("lease.json: version %d (this git-lease reads %d; upgrade it)", l.Version, RecordVersion)
+	// A newer version is read for what this git-lease knows of it, and
+	// never written (Execution.ReadOnly).
+	if l.Version < 1 {
+		return nil, fmt.Errorf("lease.json: version %d (this git-lease reads 1 to %d)", l.Version, RecordVersion)
 	}
 	if _, err := refs.ParseID(string(l.ID)); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)

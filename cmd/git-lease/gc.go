@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -20,7 +21,9 @@ func gcCommand() *cli.Command {
 quarantined, failed, canceled) whose cleanup is confirmed and whose last event
 is older than --older-than (default: git config lease.gcAge, else 30d). Leases
 in review are kept; applied leases are kept unless --applied is given.
---dry-run prints what it would do.
+--dry-run prints what it would do. --broken removes instead the logs (and
+review branches) of leases git-lease cannot read, as git lease doctor lists
+them, noting each log's commit in .git/lease/removed.jsonl first.
 
 Example:
    git lease gc --older-than 7d --dry-run`,
@@ -28,10 +31,21 @@ Example:
 			&cli.StringFlag{Name: "older-than", Usage: "an age like 30d, 12h or 90m"},
 			&cli.BoolFlag{Name: "applied", Usage: "prune applied leases too"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be pruned"},
+			&cli.BoolFlag{Name: "broken", Usage: "only remove the lease logs git-lease cannot read (see git lease doctor)"},
 		},
 		Action: func(c *cli.Context) error {
 			repo, err := openRepo()
 			if err != nil {
+				return err
+			}
+			if c.Bool("broken") {
+				done, err := gitlease.RemoveBroken(c.Context, repo, c.Bool("dry-run"))
+				for _, line := range done {
+					fmt.Println(escape.Line(line))
+				}
+				if len(done) == 0 && err == nil {
+					fmt.Println("no broken leases")
+				}
 				return err
 			}
 			age := c.String("older-than")
