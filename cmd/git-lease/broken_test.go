@@ -147,3 +147,36 @@ func TestOneBadRefNeverBreaksTheTool(t *testing.T) {
 	}
 	mustRun(t, dir, "doctor")
 }
+
+// TestGCKeepsALeaseWhoseWorktreeHoldsEdits: cleanup keeps a review
+// worktree a person edited; gc then keeps the lease (log and branch) and
+// says why, and only --force prunes it, noting what it dropped, with the
+// person's files left on disk.
+func TestGCKeepsALeaseWhoseWorktreeHoldsEdits(t *testing.T) {
+	dir := faultRepo(t)
+	id := startLease(t, dir, "echo changed > a.txt")
+	edit := filepath.Join(dir, ".git", "lease", "worktrees", id, "notes.txt")
+	writeFile(t, edit, "a reviewer's note", 0o644)
+	mustRun(t, dir, "reject", id)
+	if out := mustRun(t, dir, "cleanup", id); !strings.Contains(out, "kept") {
+		t.Fatalf("cleanup did not keep the edited worktree:\n%s", out)
+	}
+	out := mustRun(t, dir, "gc", "--older-than", "0d")
+	if !strings.Contains(out, "keep lease "+id+": cleanup kept its review worktree") {
+		t.Fatalf("gc does not say it kept the lease:\n%s", out)
+	}
+	tip := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
+	refstest.Git(t, dir, "rev-parse", "refs/heads/lease/"+id)
+	if out := mustRun(t, dir, "gc", "--older-than", "0d", "--force"); !strings.Contains(out, "prune lease "+id) {
+		t.Fatalf("gc --force:\n%s", out)
+	}
+	if refs := refstest.Git(t, dir, "for-each-ref", "refs/leases/", "refs/heads/lease/"); refs != "" {
+		t.Fatalf("gc --force left refs:\n%s", refs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "removed.jsonl")); !strings.Contains(string(b), tip) || !strings.Contains(string(b), "gc --force") {
+		t.Fatalf("gc --force did not note what it dropped: %q", b)
+	}
+	if b, err := os.ReadFile(edit); err != nil || string(b) != "a reviewer's note" {
+		t.Fatalf("the person's edit is gone: %v", err)
+	}
+}

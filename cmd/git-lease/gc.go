@@ -20,7 +20,10 @@ func gcCommand() *cli.Command {
 		Description: `Gc deletes the log and review branch of every decided lease (rejected,
 quarantined, failed, canceled) whose cleanup is confirmed and whose last event
 is older than --older-than (default: git config lease.gcAge, else 30d). Leases
-in review are kept; applied leases are kept unless --applied is given.
+in review are kept; applied leases are kept unless --applied is given. A lease
+whose review worktree is still on disk (cleanup kept it for edits it did not
+record) is kept and listed with the reason; --force prunes it anyway, noting
+its log, branch and worktree in .git/lease/removed.jsonl (the files stay).
 --dry-run prints what it would do. --broken removes instead the logs (and
 review branches) of leases git-lease cannot read, as git lease doctor lists
 them, noting each log's commit in .git/lease/removed.jsonl first.
@@ -31,6 +34,7 @@ Example:
 			&cli.StringFlag{Name: "older-than", Usage: "an age like 30d, 12h or 90m"},
 			&cli.BoolFlag{Name: "applied", Usage: "prune applied leases too"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be pruned"},
+			&cli.BoolFlag{Name: "force", Usage: "prune leases whose review worktree holds kept edits too (noted in .git/lease/removed.jsonl)"},
 			&cli.BoolFlag{Name: "broken", Usage: "only remove the lease logs git-lease cannot read (see git lease doctor)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -56,7 +60,7 @@ Example:
 			if err != nil {
 				return usagef("--older-than %s: %v", age, err)
 			}
-			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run")})
+			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
 			for _, line := range done {
 				fmt.Println(line)
 			}
