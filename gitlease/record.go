@@ -162,6 +162,10 @@ type AgentRun struct {
 	StartedAt   time.Time `json:"started_at"`
 	EndedAt     time.Time `json:"ended_at"`
 	OutputBytes int64     `json:"output_bytes"`
+	// RunnerGone is set when the process running the agent vanished while
+	// the agent worked, and reconcile collected what the agent left: its
+	// output so far and its partial result.
+	RunnerGone bool `json:"runner_gone,omitempty"`
 }
 
 // Result is the host-computed result of a lease.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,4 +297,65 @@ func TestAdoptRecordsAHandStartedAgent(t *testing.T) {
 		t.Fatalf("the adopted agent's pane is gone, but the lease is %s", l.State)
 	}
 	noFocusCalls(t, requests)
+}
+
+// TestKilledRunnerLeavesAReviewablePartialResult: SIGKILL of a lease's
+// runner (git-lease __run) while the agent works. Reconcile collects what
+// the agent left into a verified partial result of the failed lease: show
+// names it, diff prints it, logs prints the agent's output so far; the
+// sandbox's upper directory is still there until cleanup.
+func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
+	dir := faultRepo(t)
+	run := filepath.Join(dir, ".git", "lease", "runs")
+	id := startDetached(t, dir, "--", "sh", "-c", `echo partial work > part.txt; echo edited > a.txt; echo "wrote part.txt"; sleep 120`)
+	waitFor(t, "the agent to write its work", func() bool {
+		b, _ := os.ReadFile(filepath.Join(run, id, "agent.log"))
+		return strings.Contains(string(b), "wrote part.txt")
+	})
+	var runner struct{ PID int }
+	b, err := os.ReadFile(filepath.Join(run, id, "runner.json"))
+	if err != nil || json.Unmarshal(b, &runner) != nil || runner.PID == 0 {
+		t.Fatalf("runner.json: %v %s", err, b)
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", runner.PID)); !strings.Contains(string(cmdline), gitlease.RunnerArg) {
+		t.Fatalf("pid %d is not the runner: %q", runner.PID, cmdline)
+	}
+	if err := syscall.Kill(runner.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the runner to be gone", func() bool {
+		out, _ := runLease(t, dir, nil, "wait", "--timeout", "1s", id)
+		return strings.Contains(out, "nothing runs it")
+	})
+	repair := mustRun(t, dir, "reconcile")
+	l := record(t, dir, id)
+	if l.State != gitlease.Failed || l.Result == nil || l.Result.Status != "failed" || l.Agent == nil || !l.Agent.RunnerGone {
+		t.Fatalf("after reconcile: %s %q %+v\n%s", l.State, l.Reason, l.Result, repair)
+	}
+	if !strings.Contains(repair, "collected what it left") {
+		t.Fatalf("reconcile does not say it collected:\n%s", repair)
+	}
+	paths := []string{}
+	for _, f := range l.Result.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, " ") != "a.txt part.txt" {
+		t.Fatalf("partial result: %v", paths)
+	}
+	if out := mustRun(t, dir, "show", id); !strings.Contains(out, "part.txt") {
+		t.Fatalf("show:\n%s", out)
+	}
+	if out := mustRun(t, dir, "diff", id); !strings.Contains(out, "+partial work") || !strings.Contains(out, "+edited") {
+		t.Fatalf("diff:\n%s", out)
+	}
+	if out := mustRun(t, dir, "logs", id); !strings.Contains(out, "wrote part.txt") {
+		t.Fatalf("logs:\n%s", out)
+	}
+	mustRun(t, dir, "verify", id)
+	if _, err := os.Stat(filepath.Join(run, id, "sandbox", "upper", "part.txt")); err != nil {
+		t.Fatalf("the agent's work is not on disk until cleanup: %v", err)
+	}
+	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("a second reconcile:\n%s", out)
+	}
 }
