@@ -359,3 +359,34 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 		t.Fatalf("a second reconcile:\n%s", out)
 	}
 }
+
+// TestCleanupRecordsWhatItDiscards: a canceled lease's partial work is not
+// in a result; cleanup records its listing, each file with its sha256,
+// in the log before it removes the sandbox, and its receipt names the
+// listing's digest.
+func TestCleanupRecordsWhatItDiscards(t *testing.T) {
+	dir := faultRepo(t)
+	id := startDetached(t, dir, "--", "sh", "-c", `echo partial > part.txt; echo started; while :; do sleep 0.1; done`)
+	waitFor(t, "the agent to write", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "runs", id, "agent.log"))
+		return strings.Contains(string(b), "started")
+	})
+	mustRun(t, dir, "cancel", "--grace", "1s", id)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(`agent-work +recorded +1 entries not in a result, discarded with the sandbox: sha256:[0-9a-f]{64}`).MatchString(out) {
+		t.Fatalf("the cleanup receipt does not name what it discarded:\n%s", out)
+	}
+	listing := refstest.Git(t, dir, "show", "refs/leases/"+id+":cleanup/discarded.txt")
+	// sha256 of "partial\n"
+	if !strings.Contains(listing, "sha256:95aebb28195b8d737effe0df18d71d39c8d8ba6569286fd3930fbc9f9767181e \"part.txt\"") {
+		t.Fatalf("the listing of what was discarded:\n%s", listing)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id)); !os.IsNotExist(err) {
+		t.Fatalf("the sandbox was not removed: %v", err)
+	}
+	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
+	mustRun(t, dir, "cleanup", id)
+	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
+		t.Fatalf("a second cleanup wrote to the log")
+	}
+}
