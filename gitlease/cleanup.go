@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/verify"
 )
 
@@ -69,6 +71,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 		}
 	}
 	add(x.closeSupervisor(ctx))
+	if item, ok := x.stopRunner(ctx); ok {
+		add(item)
+	}
 	// What the agent wrote is recorded before the sandbox goes: when the
 	// log does not hold it as a result, its listing and digest.
 	kept, recorded := x.recordDiscarded(ctx)
@@ -394,4 +399,26 @@ func hashDelta(d sandbox.Delta, entries []sandbox.Entry) ([]byte, error) {
 		fmt.Fprintf(&b, "%s %s %d %s %q\n", e.Kind, e.Mode, e.Size, sum, e.Path)
 	}
 	return []byte(b.String()), nil
+}
+
+// stopRunner confirms that the lease's runner is gone by the PID and start
+// time it recorded (runner.json), whatever its supervisor says of its pane:
+// a runner still alive is killed, with the sandbox that dies with it, and
+// waited for. ok is false when there was none to stop (nothing to add to
+// the receipt).
+func (x *Execution) stopRunner(ctx context.Context) (item CleanupItem, ok bool) {
+	h := headless.Supervisor{Dir: x.RunDir()}
+	if alive, _ := h.Alive(ctx, sandbox.Endpoint{}); !alive {
+		return item, false
+	}
+	var r headless.Runner
+	b, _ := os.ReadFile(filepath.Join(x.RunDir(), "runner.json"))
+	json.Unmarshal(b, &r)
+	item = CleanupItem{Resource: "runner", Detail: fmt.Sprintf("pid %d", r.PID)}
+	if err := h.Close(ctx, sandbox.Endpoint{}); err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item, true
+	}
+	item.Action = "stopped"
+	return item, true
 }

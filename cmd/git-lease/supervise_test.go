@@ -18,6 +18,7 @@ import (
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs/refstest"
+	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/herdr"
 )
 
@@ -388,5 +389,39 @@ func TestCleanupRecordsWhatItDiscards(t *testing.T) {
 	mustRun(t, dir, "cleanup", id)
 	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
 		t.Fatalf("a second cleanup wrote to the log")
+	}
+}
+
+// TestCleanupConfirmsTheRunnerIsGone: the runner a lease recorded
+// (runner.json: PID and start time) is still alive when its Herdr pane is
+// gone; cleanup stops it and names it in the receipt instead of confirming
+// with it alive. (A process of the test's stands in for a lingering
+// runner.)
+func TestCleanupConfirmsTheRunnerIsGone(t *testing.T) {
+	dir := faultRepo(t)
+	herdrServer(t)
+	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", "echo done > d.txt")
+	mustRun(t, dir, "wait", id)
+	linger := exec.Command("sleep", "300")
+	if err := linger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { linger.Wait(); close(exited) }()
+	t.Cleanup(func() { linger.Process.Kill(); <-exited })
+	start, err := headless.StartTime(linger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(headless.Runner{PID: linger.Process.Pid, StartTime: start})
+	writeFile(t, filepath.Join(dir, ".git", "lease", "runs", id, "runner.json"), string(b), 0o600)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(fmt.Sprintf(`runner +stopped +pid %d`, linger.Process.Pid)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {
+		t.Fatalf("cleanup with the runner alive:\n%s", out)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the runner still runs after cleanup confirmed")
 	}
 }
