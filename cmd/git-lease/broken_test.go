@@ -108,6 +108,10 @@ func TestOneBadRefNeverBreaksTheTool(t *testing.T) {
 	mustRun(t, dir, "reconcile")
 	mustRun(t, dir, "gc", "--older-than", "0d")
 	mustRun(t, dir, "show", newer)
+	mustRun(t, dir, "reject", good)
+	if out := mustRun(t, dir, "cleanup", "--all"); !strings.Contains(out, good) || strings.Contains(out, newer) {
+		t.Fatalf("cleanup --all:\n%s", out)
+	}
 	if out := mustRun(t, dir, "start", "-q", "--", "sh", "-c", "echo third > c.txt"); leaseID(out) == "" {
 		t.Fatalf("start:\n%s", out)
 	}
