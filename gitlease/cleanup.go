@@ -2,16 +2,22 @@ package gitlease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/verify"
 )
 
@@ -65,7 +71,20 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 		}
 	}
 	add(x.closeSupervisor(ctx))
-	add(x.discardSandbox(ctx))
+	if item, ok := x.stopRunner(ctx); ok {
+		add(item)
+	}
+	// What the agent wrote is recorded before the sandbox goes: when the
+	// log does not hold it as a result, its listing and digest.
+	kept, recorded := x.recordDiscarded(ctx)
+	if recorded.Resource != "" {
+		add(recorded)
+	}
+	if kept {
+		add(CleanupItem{Resource: "sandbox", Action: "kept", Detail: "the agent's work in it could not be recorded first"})
+	} else {
+		add(x.discardSandbox(ctx))
+	}
 	fault("cleanup:sandbox")
 	if item, ok := x.removeCredentialFiles(); ok {
 		add(item)
@@ -285,4 +304,121 @@ func removeTree(dir string) {
 		return nil
 	})
 	os.RemoveAll(dir)
+}
+
+// discardedFile is the listing of a sandbox's delta that cleanup recorded
+// before removing it: one line per entry, with each file's sha256.
+const discardedFile = "cleanup/discarded.txt"
+
+// recordDiscarded records, before the sandbox is removed, what the agent
+// left in it that the log does not hold as a result (none yet, or a
+// quarantined one): a listing of the delta with each file's sha256, as a
+// log event, and a receipt item naming the listing's digest. keep is set
+// when that could not be done: the sandbox then stays, and cleanup fails.
+// A sandbox whose delta is elsewhere (a Crabbox box) or already gone
+// records nothing.
+func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item CleanupItem) {
+	if r := x.Lease.Result; r != nil && r.Tree != "" && r.Status != "quarantined" {
+		return false, item // the result holds it
+	}
+	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
+	if err != nil {
+		return false, item
+	}
+	if _, remote := p.(sandbox.Collector); remote {
+		return false, item
+	}
+	spec := x.spec()
+	d := p.Delta(spec)
+	if _, err := os.Lstat(d.Root); err != nil || d.Root == x.Worktree() {
+		return false, item // gone, or the review worktree (judged on its own)
+	}
+	item.Resource = "agent-work"
+	entries, err := scan(ctx, d)
+	if err == nil && len(entries) == 0 {
+		return false, CleanupItem{}
+	}
+	var listing []byte
+	if err == nil {
+		listing, err = hashDelta(d, entries)
+	}
+	if err != nil {
+		item.Action, item.Detail = "failed", "listing what the agent left before removing it: "+err.Error()
+		return true, item
+	}
+	sum := sha256.Sum256(listing)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	files := map[string][]byte{discardedFile: listing}
+	if len(x.Lease.Credentials) > 0 {
+		// Paths may hold a credential's value: keep only the digest
+		// unless they can be redacted.
+		_, secrets, err := x.credentialLeaks(d, entries, false)
+		if err != nil || secrets == nil {
+			files = nil
+		} else {
+			files[discardedFile] = secrets.bytes(listing)
+		}
+	}
+	item.Action = "recorded"
+	item.Detail = fmt.Sprintf("%d entries not in a result, discarded with the sandbox: %s", len(entries), digest)
+	if files != nil {
+		item.Detail += " (" + discardedFile + ")"
+	}
+	if prev := x.Lease.Cleanup; prev != nil {
+		for _, p := range prev.Receipt {
+			if p == item {
+				return false, item // recorded by an earlier try
+			}
+		}
+	}
+	if err := x.Event(ctx, "cleanup-recorded", nil, files); err != nil {
+		item.Action, item.Detail = "failed", "recording what the agent left: "+err.Error()
+		return true, item
+	}
+	return false, item
+}
+
+// hashDelta lists a delta's entries, each file with its content's sha256.
+func hashDelta(d sandbox.Delta, entries []sandbox.Entry) ([]byte, error) {
+	var b strings.Builder
+	for _, e := range entries {
+		sum := "-"
+		if e.Kind == sandbox.File {
+			f, err := sandbox.OpenEntry(d, e)
+			if err != nil {
+				return nil, err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			sum = "sha256:" + hex.EncodeToString(h.Sum(nil))
+		}
+		fmt.Fprintf(&b, "%s %s %d %s %q\n", e.Kind, e.Mode, e.Size, sum, e.Path)
+	}
+	return []byte(b.String()), nil
+}
+
+// stopRunner confirms that the lease's runner is gone by the PID and start
+// time it recorded (runner.json), whatever its supervisor says of its pane:
+// a runner still alive is killed, with the sandbox that dies with it, and
+// waited for. ok is false when there was none to stop (nothing to add to
+// the receipt).
+func (x *Execution) stopRunner(ctx context.Context) (item CleanupItem, ok bool) {
+	h := headless.Supervisor{Dir: x.RunDir()}
+	if alive, _ := h.Alive(ctx, sandbox.Endpoint{}); !alive {
+		return item, false
+	}
+	var r headless.Runner
+	b, _ := os.ReadFile(filepath.Join(x.RunDir(), "runner.json"))
+	json.Unmarshal(b, &r)
+	item = CleanupItem{Resource: "runner", Detail: fmt.Sprintf("pid %d", r.PID)}
+	if err := h.Close(ctx, sandbox.Endpoint{}); err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item, true
+	}
+	item.Action = "stopped"
+	return item, true
 }

@@ -58,11 +58,22 @@ func LoadPrefix(repo *refs.Repo, prefix string) (*Execution, error) {
 	return Load(repo, id)
 }
 
+// ErrNewerRecord is returned by any change to a lease whose record a newer
+// git-lease wrote.
+var ErrNewerRecord = errors.New("written by a newer git-lease: read-only here (upgrade git-lease to change it)")
+
+// ReadOnly reports whether the record was written by a newer git-lease:
+// it is shown from what this one knows of it, and never changed.
+func (x *Execution) ReadOnly() bool { return x.Lease.Version > RecordVersion }
+
 // Move records a transition to state to, with extra files for the log tree
 // and extra ref updates in the same transaction. mutate, when not nil,
 // changes the record before it is written. On error nothing is recorded and
 // the in-memory record is unchanged.
 func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
+	if x.ReadOnly() {
+		return fmt.Errorf("lease %s: %w", x.Lease.ID, ErrNewerRecord)
+	}
 	from := x.Lease.State
 	if x.Tip.IsZero() {
 		from = New
@@ -93,6 +104,9 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 // state (cleanup, a rebase conflict, a supervisor event): one log commit
 // "lease <id>: <state>: <event>" with a Lease-Event trailer.
 func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease), files map[string][]byte, extra ...refs.RefUpdate) error {
+	if x.ReadOnly() {
+		return fmt.Errorf("lease %s: %w", x.Lease.ID, ErrNewerRecord)
+	}
 	next, files := x.nextRecord(x.Lease.State, mutate, files)
 	msg := fmt.Sprintf("lease %s: %s: %s\n\nLease-ID: %s\nLease-State: %s\nLease-Event: %s\n", next.ID, next.State, event, next.ID, next.State, event)
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)

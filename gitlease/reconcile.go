@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // Repair is one thing reconcile did (or would do) for a lease.
@@ -49,13 +50,14 @@ func Reconcile(ctx context.Context, repo *refs.Repo, opts ReconcileOptions) ([]R
 	}
 	// Quick only looks at leases that were being worked on; it runs before
 	// every start, so it does not load the others.
-	all, err := listWhere(repo, func(s State) bool { return !opts.Quick || !s.Settled() })
+	// A log it cannot read is left alone: git lease doctor names it.
+	all, _, err := listWhere(repo, func(s State) bool { return !opts.Quick || !s.Settled() })
 	if err != nil {
 		return nil, err
 	}
 	repairs := []Repair{}
 	for _, x := range all {
-		if x.Busy() || x.StartedElsewhere() {
+		if x.Busy() || x.StartedElsewhere() || x.ReadOnly() {
 			continue
 		}
 		action, err := x.reconcile(ctx, opts.Quick, progress)
@@ -117,11 +119,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		reason := "interrupted while provisioning (reconciled)"
 		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
 	case Running:
-		reason := "the agent's process vanished (reconciled); its worktree and sandbox are kept until cleanup"
-		if why != "" {
-			reason = "the agent is gone: " + why + " (reconciled); its worktree and sandbox are kept until cleanup"
-		}
-		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Reason = reason }, nil)
+		return x.recoverVanished(ctx, why, progress)
 	case Collecting:
 		p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 		if err != nil {
@@ -200,4 +198,74 @@ func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return "checked the result out into the review worktree", x.checkoutReview(ctx)
+}
+
+// recoverVanished settles a running lease whose runner is gone, keeping
+// what the agent did: the agent's output so far goes into the log (so logs
+// shows it), and what it left in its sandbox is collected and verified like
+// any result into a partial result of a failed lease (or a quarantined one,
+// when it breaks a rule), which show, diff and review read. The sandbox is
+// left for cleanup. Nothing runs the agent any more: a sandbox dies with
+// its runner (bwrap's --die-with-parent).
+//
+// A provider that copies the delta back from elsewhere (a Crabbox box) is
+// not collected here: the lease ends failed, with its output, and cleanup
+// stops the box.
+func (x *Execution) recoverVanished(ctx context.Context, why string, progress io.Writer) (string, error) {
+	if why == "" {
+		why = "its runner is not running"
+	}
+	agent := &AgentRun{Exit: sandbox.Exit{Detail: why}, EndedAt: x.Repo.Now(), RunnerGone: true}
+	if x.Lease.Activity != nil {
+		agent.StartedAt = x.Lease.Activity.Since
+	}
+	files := map[string][]byte{}
+	if out, n, ok := x.outputSoFar(); ok {
+		files[outputFile], agent.OutputBytes = out, n
+	}
+	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
+	var d sandbox.Delta
+	if _, remote := p.(sandbox.Collector); err == nil && !remote {
+		d = p.Delta(x.spec())
+		_, err = os.Lstat(d.Root)
+	} else if err == nil {
+		err = errors.New("its delta is in the " + p.Name() + " sandbox; cleanup stops it")
+	}
+	if err != nil {
+		reason := fmt.Sprintf("the agent is gone: %s (reconciled); nothing of its work could be collected: %v", why, err)
+		return "failed: " + reason, x.Move(ctx, Failed, func(l *Lease) { l.Agent, l.Reason = agent, reason }, files)
+	}
+	if err := x.Move(ctx, Collecting, func(l *Lease) { l.Agent = agent }, files); err != nil {
+		return "", err
+	}
+	if err := x.collectAndVerify(ctx, d, progress); err != nil {
+		return "", err
+	}
+	summary := "no result"
+	if r := x.Lease.Result; r != nil {
+		summary = r.Status + " result: " + r.Summary
+	}
+	return fmt.Sprintf("%s: the agent is gone (%s); collected what it left: %s", x.Lease.State, why, summary), nil
+}
+
+// outputSoFar is the agent's output as its runner left it, bounded, with
+// the lease's credential values redacted. When they cannot be read again,
+// the output is not kept (ok is false): a value could be in it.
+func (x *Execution) outputSoFar() (out []byte, n int64, ok bool) {
+	out, n, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log"))
+	if err != nil || out == nil {
+		return nil, 0, false
+	}
+	if len(x.Lease.Credentials) == 0 {
+		return out, n, true
+	}
+	trusted, err := loadPolicy(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
+	if err != nil {
+		return nil, 0, false
+	}
+	creds, err := x.readCredentials(trusted)
+	if err != nil {
+		return nil, 0, false
+	}
+	return redactor(creds).bytes(out), n, true
 }

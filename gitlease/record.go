@@ -162,6 +162,10 @@ type AgentRun struct {
 	StartedAt   time.Time `json:"started_at"`
 	EndedAt     time.Time `json:"ended_at"`
 	OutputBytes int64     `json:"output_bytes"`
+	// RunnerGone is set when the process running the agent vanished while
+	// the agent worked, and reconcile collected what the agent left: its
+	// output so far and its partial result.
+	RunnerGone bool `json:"runner_gone,omitempty"`
 }
 
 // Result is the host-computed result of a lease.
@@ -241,8 +245,10 @@ func parseLease(b []byte) (*Lease, error) {
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)
 	}
-	if l.Version != RecordVersion {
-		return nil, fmt.Errorf("lease.json: version %d (this git-lease reads %d; upgrade it)", l.Version, RecordVersion)
+	// A newer version is read for what this git-lease knows of it, and
+	// never written (Execution.ReadOnly).
+	if l.Version < 1 {
+		return nil, fmt.Errorf("lease.json: version %d (this git-lease reads 1 to %d)", l.Version, RecordVersion)
 	}
 	if _, err := refs.ParseID(string(l.ID)); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)

@@ -334,6 +334,8 @@ func (a *AgentRun) failure() string {
 	switch {
 	case a == nil:
 		return "the agent did not run"
+	case a.RunnerGone:
+		return "the agent's runner vanished while it worked (" + a.Detail + "); the result is what it left"
 	case a.Bound != "":
 		return fmt.Sprintf("the agent hit the %s bound", a.Bound)
 	case a.Signal != "":

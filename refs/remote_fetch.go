@@ -62,6 +62,14 @@ type SkippedRef struct {
 // SplitNote). If a local ref moves meanwhile, nothing is integrated and the
 // error wraps ErrStale: run it again. Running it again changes nothing new.
 func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, error) {
+	return r.FetchLeasesChecked(ctx, remote, nil)
+}
+
+// FetchLeasesChecked is FetchLeases that first reads each fetched log with
+// check (when not nil): a log check refuses is kept out of refs/leases/,
+// with its review branch, and listed in Skipped with check's one-line
+// reason; it stays under refs/remotes/<remote>/leases/ for a look.
+func (r *Repo) FetchLeasesChecked(ctx context.Context, remote string, check func(ID, plumbing.Hash) error) (*FetchReport, error) {
 	if err := r.checkRemote(ctx, remote, true); err != nil {
 		return nil, err
 	}
@@ -75,6 +83,25 @@ func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, er
 	rep := &FetchReport{}
 	var updates []RefUpdate
 	prefix := trackingPrefix(remote)
+	refused := map[ID]string{}
+	if check != nil {
+		logs, err := r.RefsWithPrefix(prefix + "leases/")
+		if err != nil {
+			return nil, err
+		}
+		for name, tip := range logs {
+			id, err := ParseID(strings.TrimPrefix(name, prefix+"leases/"))
+			if err != nil {
+				continue
+			}
+			if _, err := r.Commit(tip); err != nil {
+				continue // skipped below as not a commit
+			}
+			if err := check(id, tip); err != nil {
+				refused[id] = strings.ReplaceAll(err.Error(), "\n", " ")
+			}
+		}
+	}
 	for _, ns := range []struct{ tracking, local string }{{prefix + "lease/", "refs/heads/lease/"}, {prefix + "leases/", "refs/leases/"}} {
 		fetched, err := r.RefsWithPrefix(ns.tracking)
 		if err != nil {
@@ -93,6 +120,14 @@ func (r *Repo) FetchLeases(ctx context.Context, remote string) (*FetchReport, er
 			}
 			if _, err := r.Commit(fetched[name]); err != nil {
 				rep.Skipped = append(rep.Skipped, SkippedRef{name, "not a commit"})
+				continue
+			}
+			if why, ok := refused[id]; ok {
+				if ns.local == "refs/leases/" {
+					rep.Skipped = append(rep.Skipped, SkippedRef{name, "not a readable lease log, kept out: " + why})
+				} else {
+					rep.Skipped = append(rep.Skipped, SkippedRef{name, "its lease log was kept out"})
+				}
 				continue
 			}
 			local := ns.local + string(id)

@@ -26,6 +26,9 @@ func TestHerdrShowsThePresetsAgentKind(t *testing.T) {
 	}
 	out := mustRun(t, dir, "start", "-q", "--supervisor", "herdr", "--agent", "scribe", "--prompt", "write this down")
 	l := record(t, dir, leaseID(out))
+	// Cleanup stops the runner, which stays waiting on its pane: no
+	// git-lease __run outlives the test.
+	t.Cleanup(func() { runLease(t, dir, nil, "cleanup", leaseID(out)) })
 	if l.State != gitlease.Review || l.Supervisor == nil || l.Result.Manifest[0].Path != "said.txt" {
 		t.Fatalf("lease: %s %+v\n%s", l.State, l.Supervisor, out)
 	}

@@ -47,7 +47,7 @@ Example:
 					return err
 				}
 				for _, x := range all {
-					if x.Lease.State.Settled() && (x.Lease.Cleanup == nil || x.Lease.Cleanup.State != gitlease.CleanupConfirmed) && !x.StartedElsewhere() {
+					if x.Lease.State.Settled() && (x.Lease.Cleanup == nil || x.Lease.Cleanup.State != gitlease.CleanupConfirmed) && !x.StartedElsewhere() && !x.ReadOnly() {
 						leases = append(leases, x)
 					}
 				}

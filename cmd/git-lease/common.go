@@ -47,13 +47,16 @@ type leaseJSON struct {
 	// StartedElsewhere marks a lease that came with git lease fetch from
 	// the clone that runs it (its worktree is then "").
 	StartedElsewhere bool `json:"started_elsewhere,omitempty"`
+	// ReadOnly marks a record written by a newer git-lease: shown from
+	// what this one knows of it, never changed.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 func toJSON(x *gitlease.Execution) leaseJSON {
 	if x.StartedElsewhere() {
-		return leaseJSON{Lease: x.Lease, Log: x.Tip.String(), StartedElsewhere: true}
+		return leaseJSON{Lease: x.Lease, Log: x.Tip.String(), StartedElsewhere: true, ReadOnly: x.ReadOnly()}
 	}
-	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String()}
+	return leaseJSON{Lease: x.Lease, Worktree: x.Worktree(), Log: x.Tip.String(), ReadOnly: x.ReadOnly()}
 }
 
 // printJSON prints v indented, with the C1 and bidi controls that

@@ -6,8 +6,10 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/urfave/cli/v2"
 
+	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
@@ -24,7 +26,10 @@ func fetchCommand() *cli.Command {
 refs/remotes/REMOTE/leases/ID, refs/remotes/REMOTE/lease/ID and
 refs/remotes/REMOTE/notes/leases, then integrates them: a lease you do not have
 is created, a log or branch behind the remote's is fast-forwarded, and one that
-diverged from the remote's is reported and never overwritten (exit 1). Notes are
+diverged from the remote's is reported and never overwritten (exit 1). Each
+fetched log is read first: one whose record git-lease cannot read (no
+lease.json, a record naming another lease) is kept out of refs/leases, with its
+review branch, and listed as skipped with the reason. Notes are
 merged so that none is lost. REMOTE must be a configured remote; it defaults to
 the remote of the current branch's upstream, else origin. A plain
 git fetch --prune deletes refs/remotes/REMOTE/leases/*: git lease fetch again.
@@ -46,7 +51,9 @@ Example:
 			if remote == "" {
 				remote = repo.DefaultRemote(c.Context)
 			}
-			rep, err := repo.FetchLeases(c.Context, remote)
+			rep, err := repo.FetchLeasesChecked(c.Context, remote, func(id refs.ID, tip plumbing.Hash) error {
+				return gitlease.CheckIncoming(repo, id, tip)
+			})
 			if err != nil {
 				return err
 			}

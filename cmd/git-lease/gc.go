@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/escape"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -19,8 +20,13 @@ func gcCommand() *cli.Command {
 		Description: `Gc deletes the log and review branch of every decided lease (rejected,
 quarantined, failed, canceled) whose cleanup is confirmed and whose last event
 is older than --older-than (default: git config lease.gcAge, else 30d). Leases
-in review are kept; applied leases are kept unless --applied is given.
---dry-run prints what it would do.
+in review are kept; applied leases are kept unless --applied is given. A lease
+whose review worktree is still on disk (cleanup kept it for edits it did not
+record) is kept and listed with the reason; --force prunes it anyway, noting
+its log, branch and worktree in .git/lease/removed.jsonl (the files stay).
+--dry-run prints what it would do. --broken removes instead the logs (and
+review branches) of leases git-lease cannot read, as git lease doctor lists
+them, noting each log's commit in .git/lease/removed.jsonl first.
 
 Example:
    git lease gc --older-than 7d --dry-run`,
@@ -28,10 +34,22 @@ Example:
 			&cli.StringFlag{Name: "older-than", Usage: "an age like 30d, 12h or 90m"},
 			&cli.BoolFlag{Name: "applied", Usage: "prune applied leases too"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be pruned"},
+			&cli.BoolFlag{Name: "force", Usage: "prune leases whose review worktree holds kept edits too (noted in .git/lease/removed.jsonl)"},
+			&cli.BoolFlag{Name: "broken", Usage: "only remove the lease logs git-lease cannot read (see git lease doctor)"},
 		},
 		Action: func(c *cli.Context) error {
 			repo, err := openRepo()
 			if err != nil {
+				return err
+			}
+			if c.Bool("broken") {
+				done, err := gitlease.RemoveBroken(c.Context, repo, c.Bool("dry-run"))
+				for _, line := range done {
+					fmt.Println(escape.Line(line))
+				}
+				if len(done) == 0 && err == nil {
+					fmt.Println("no broken leases")
+				}
 				return err
 			}
 			age := c.String("older-than")
@@ -42,7 +60,7 @@ Example:
 			if err != nil {
 				return usagef("--older-than %s: %v", age, err)
 			}
-			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run")})
+			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
 			for _, line := range done {
 				fmt.Println(line)
 			}

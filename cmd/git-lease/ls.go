@@ -39,9 +39,18 @@ func runLs(mission, remote string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	all, err := listLeases(repo, remote)
+	all, broken, err := listLeases(repo, remote)
 	if err != nil {
 		return err
+	}
+	// Logs it cannot read go to standard error, so the listing of the
+	// others (and its JSON) stays as it is.
+	if asJSON && len(broken) > 0 {
+		if err := printJSON(os.Stderr, map[string][]gitlease.Broken{"broken": broken}); err != nil {
+			return err
+		}
+	} else {
+		printBroken(broken)
 	}
 	list := []leaseJSON{}
 	for _, x := range all {
@@ -66,6 +75,9 @@ func runLs(mission, remote string, asJSON bool) error {
 		if l.Cleanup != nil && l.Cleanup.State == gitlease.CleanupFailed {
 			summary += " (cleanup FAILED)"
 		}
+		if l.Version > gitlease.RecordVersion {
+			summary += " (written by a newer git-lease: read-only)"
+		}
 		if l.StartedElsewhere && remote == "" {
 			summary += " (started in another clone)"
 		}
@@ -85,6 +97,13 @@ func runLs(mission, remote string, asJSON bool) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, state, l.Mode, l.Base[:12], escape.Line(mission), escape.Line(summary))
 	}
 	return w.Flush()
+}
+
+// printBroken names, on standard error, each lease log that could not be read.
+func printBroken(broken []gitlease.Broken) {
+	for _, b := range broken {
+		fmt.Fprintf(os.Stderr, "git-lease: lease %s: unreadable, left out: %s (git lease doctor)\n", b.ID, escape.Line(b.Reason))
+	}
 }
 
 // checksNote flags checks that failed or could not run in a listing:

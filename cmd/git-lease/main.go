@@ -87,6 +87,7 @@ Example:
 			hooksCommand(),
 			hookCommand(),
 			findingsCommand(),
+			doctorCommand(),
 			manCommand(),
 		},
 		ExitErrHandler:            func(*cli.Context, error) {},

@@ -13,11 +13,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs/refstest"
+	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/herdr"
 )
 
@@ -332,4 +334,130 @@ func TestAdoptRecordsAHandStartedAgent(t *testing.T) {
 		t.Fatalf("the adopted agent's pane is gone, but the lease is %s", l.State)
 	}
 	noFocusCalls(t, requests)
+}
+
+// TestKilledRunnerLeavesAReviewablePartialResult: SIGKILL of a lease's
+// runner (git-lease __run) while the agent works. Reconcile collects what
+// the agent left into a verified partial result of the failed lease: show
+// names it, diff prints it, logs prints the agent's output so far; the
+// sandbox's upper directory is still there until cleanup.
+func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
+	dir := faultRepo(t)
+	run := filepath.Join(dir, ".git", "lease", "runs")
+	id := startDetached(t, dir, "--", "sh", "-c", `echo partial work > part.txt; echo edited > a.txt; echo "wrote part.txt"; sleep 120`)
+	waitFor(t, "the agent to write its work", func() bool {
+		b, _ := os.ReadFile(filepath.Join(run, id, "agent.log"))
+		return strings.Contains(string(b), "wrote part.txt")
+	})
+	var runner struct{ PID int }
+	b, err := os.ReadFile(filepath.Join(run, id, "runner.json"))
+	if err != nil || json.Unmarshal(b, &runner) != nil || runner.PID == 0 {
+		t.Fatalf("runner.json: %v %s", err, b)
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", runner.PID)); !strings.Contains(string(cmdline), gitlease.RunnerArg) {
+		t.Fatalf("pid %d is not the runner: %q", runner.PID, cmdline)
+	}
+	if err := syscall.Kill(runner.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the runner to be gone", func() bool {
+		out, _ := runLease(t, dir, nil, "wait", "--timeout", "1s", id)
+		return strings.Contains(out, "nothing runs it")
+	})
+	repair := mustRun(t, dir, "reconcile")
+	l := record(t, dir, id)
+	if l.State != gitlease.Failed || l.Result == nil || l.Result.Status != "failed" || l.Agent == nil || !l.Agent.RunnerGone {
+		t.Fatalf("after reconcile: %s %q %+v\n%s", l.State, l.Reason, l.Result, repair)
+	}
+	if !strings.Contains(repair, "collected what it left") {
+		t.Fatalf("reconcile does not say it collected:\n%s", repair)
+	}
+	paths := []string{}
+	for _, f := range l.Result.Manifest {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, " ") != "a.txt part.txt" {
+		t.Fatalf("partial result: %v", paths)
+	}
+	if out := mustRun(t, dir, "show", id); !strings.Contains(out, "part.txt") {
+		t.Fatalf("show:\n%s", out)
+	}
+	if out := mustRun(t, dir, "diff", id); !strings.Contains(out, "+partial work") || !strings.Contains(out, "+edited") {
+		t.Fatalf("diff:\n%s", out)
+	}
+	if out := mustRun(t, dir, "logs", id); !strings.Contains(out, "wrote part.txt") {
+		t.Fatalf("logs:\n%s", out)
+	}
+	mustRun(t, dir, "verify", id)
+	if _, err := os.Stat(filepath.Join(run, id, "sandbox", "upper", "part.txt")); err != nil {
+		t.Fatalf("the agent's work is not on disk until cleanup: %v", err)
+	}
+	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("a second reconcile:\n%s", out)
+	}
+}
+
+// TestCleanupRecordsWhatItDiscards: a canceled lease's partial work is not
+// in a result; cleanup records its listing, each file with its sha256,
+// in the log before it removes the sandbox, and its receipt names the
+// listing's digest.
+func TestCleanupRecordsWhatItDiscards(t *testing.T) {
+	dir := faultRepo(t)
+	id := startDetached(t, dir, "--", "sh", "-c", `echo partial > part.txt; echo started; while :; do sleep 0.1; done`)
+	waitFor(t, "the agent to write", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "runs", id, "agent.log"))
+		return strings.Contains(string(b), "started")
+	})
+	mustRun(t, dir, "cancel", "--grace", "1s", id)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(`agent-work +recorded +1 entries not in a result, discarded with the sandbox: sha256:[0-9a-f]{64}`).MatchString(out) {
+		t.Fatalf("the cleanup receipt does not name what it discarded:\n%s", out)
+	}
+	listing := refstest.Git(t, dir, "show", "refs/leases/"+id+":cleanup/discarded.txt")
+	// sha256 of "partial\n"
+	if !strings.Contains(listing, "sha256:95aebb28195b8d737effe0df18d71d39c8d8ba6569286fd3930fbc9f9767181e \"part.txt\"") {
+		t.Fatalf("the listing of what was discarded:\n%s", listing)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id)); !os.IsNotExist(err) {
+		t.Fatalf("the sandbox was not removed: %v", err)
+	}
+	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
+	mustRun(t, dir, "cleanup", id)
+	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
+		t.Fatalf("a second cleanup wrote to the log")
+	}
+}
+
+// TestCleanupConfirmsTheRunnerIsGone: the runner a lease recorded
+// (runner.json: PID and start time) is still alive when its Herdr pane is
+// gone; cleanup stops it and names it in the receipt instead of confirming
+// with it alive. (A process of the test's stands in for a lingering
+// runner.)
+func TestCleanupConfirmsTheRunnerIsGone(t *testing.T) {
+	dir := faultRepo(t)
+	herdrServer(t)
+	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", "echo done > d.txt")
+	mustRun(t, dir, "wait", id)
+	linger := exec.Command("sleep", "300")
+	if err := linger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { linger.Wait(); close(exited) }()
+	t.Cleanup(func() { linger.Process.Kill(); <-exited })
+	start, err := headless.StartTime(linger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(headless.Runner{PID: linger.Process.Pid, StartTime: start})
+	writeFile(t, filepath.Join(dir, ".git", "lease", "runs", id, "runner.json"), string(b), 0o600)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(fmt.Sprintf(`runner +stopped +pid %d`, linger.Process.Pid)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {
+		t.Fatalf("cleanup with the runner alive:\n%s", out)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the runner still runs after cleanup confirmed")
+	}
 }

@@ -48,8 +48,9 @@ Example:
 				return err
 			}
 			var leases []*gitlease.Execution
+			var broken []gitlease.Broken
 			if c.Bool("all") {
-				if leases, err = gitlease.List(repo); err != nil {
+				if leases, broken, err = gitlease.ListAll(repo); err != nil {
 					return err
 				}
 			} else {
@@ -60,7 +61,15 @@ Example:
 				leases = append(leases, x)
 			}
 			var reports []*gitlease.VerifyReport
-			ok := true
+			// A log it cannot read does not verify, and does not stop
+			// the others from being verified.
+			ok := len(broken) == 0
+			for _, b := range broken {
+				reports = append(reports, &gitlease.VerifyReport{ID: b.ID, Problems: []string{"unreadable: " + b.Reason}})
+				if !c.Bool("json") {
+					fmt.Printf("lease %s: FAILED\n  unreadable: %s\n", b.ID, escape.Line(b.Reason))
+				}
+			}
 			for _, x := range leases {
 				rep := gitlease.Verify(c.Context, x, allowed)
 				reports = append(reports, rep)
