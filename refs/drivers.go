@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 )
 
@@ -42,8 +41,7 @@ var driverVars = map[string][][2]string{
 }
 
 // neutralDrivers returns the environment that overrides every driver the
-// git config read with gitDir names (GIT_CONFIG_COUNT entries appended to
-// any the caller's environment already has). It fails closed: if git's
+// git config read with gitDir names. It fails closed: if git's
 // config cannot be listed, the command is not run.
 func neutralDrivers(ctx context.Context, dir, gitDir string, env []string) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "git", "config", "-z", "--name-only", "--get-regexp", `^(filter|merge|diff)\.`)
@@ -75,15 +73,24 @@ func neutralDrivers(ctx context.Context, dir, gitDir string, env []string) ([]st
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	n := 0
-	for _, kv := range append(os.Environ(), env...) {
-		if c, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
-			n, _ = strconv.Atoi(c)
+	// Appended to GIT_CONFIG_PARAMETERS (where git keeps -c), which git
+	// reads after GIT_CONFIG_COUNT and every config file: the overrides
+	// come last, so nothing set by an outer git -c undoes them, and a
+	// name holding "=" stays one name (git -c would split it).
+	params := ""
+	for _, kv := range append(gitEnv(os.Environ()), env...) {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_PARAMETERS="); ok {
+			params = v
 		}
 	}
-	out2 := []string{}
 	for i := range keys {
-		out2 = append(out2, "GIT_CONFIG_KEY_"+strconv.Itoa(n+i)+"="+keys[i], "GIT_CONFIG_VALUE_"+strconv.Itoa(n+i)+"="+values[i])
+		params += " " + sqQuote(keys[i]) + "=" + sqQuote(values[i])
 	}
-	return append(out2, "GIT_CONFIG_COUNT="+strconv.Itoa(n+len(keys))), nil
+	return []string{"GIT_CONFIG_PARAMETERS=" + strings.TrimPrefix(params, " ")}, nil
+}
+
+// sqQuote quotes s as git's sq_quote_buf does, for GIT_CONFIG_PARAMETERS.
+func sqQuote(s string) string {
+	r := strings.NewReplacer("'", `'\''`, "!", `'\!'`)
+	return "'" + r.Replace(s) + "'"
 }

@@ -155,3 +155,33 @@ func TestMaterializingRunsNoGitLFS(t *testing.T) {
 		t.Fatalf("plain git with git-lfs asked no URL (%v, %s): the test does not set up what it guards", err, out)
 	}
 }
+
+// TestNeutralisingOutlastsAnOuterGitC: git lease runs as a git subcommand,
+// so an outer "git -c" reaches it in GIT_CONFIG_PARAMETERS; a filter set
+// there, even under a name holding "=" and a quote, is neutralised too.
+func TestNeutralisingOutlastsAnOuterGitC(t *testing.T) {
+	repo, dir := openTestRepo(t, map[string]string{".gitattributes": "*.bin filter=a=b'c\n", "x.bin": "bytes\n"})
+	marker := filepath.Join(t.TempDir(), "ran")
+	t.Setenv("GIT_CONFIG_PARAMETERS", `'filter.a=b'\''c.smudge'='touch `+marker+`; cat' 'filter.a=b'\''c.required'='true'`)
+	wt := t.TempDir()
+	env := []string{"GIT_WORK_TREE=" + wt, "GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+	if _, err := repo.GitAt(context.Background(), filepath.Join(dir, ".git"), env, nil, "read-tree", "-u", "--reset", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a filter set by an outer git -c ran")
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "x.bin")); err != nil || string(b) != "bytes\n" {
+		t.Fatalf("x.bin = %q, %v", b, err)
+	}
+	plain := exec.Command("git", "read-tree", "-u", "--reset", "HEAD")
+	plain.Env = append(os.Environ(), env[0], "GIT_INDEX_FILE="+filepath.Join(t.TempDir(), "index"), "GIT_DIR="+filepath.Join(dir, ".git"))
+	plain.Dir = dir
+	os.Remove(filepath.Join(wt, "x.bin"))
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("plain git: %v %s", err, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("plain git ran no filter: the test does not set up what it guards")
+	}
+}
