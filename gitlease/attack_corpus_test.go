@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/git-lease/git-lease/refs/refstest"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // TestAttackCorpus runs every malicious agent in testdata/attacks in a
@@ -51,6 +52,9 @@ func TestAttackCorpus(t *testing.T) {
 			}
 			if b, _ := repo.ReadFile(x.Tip, findingsFile, 1<<20); !bytes.Contains(b, []byte(`"rule": "`+want+`"`)) {
 				t.Fatalf("findings.json in the lease log lacks %s:\n%s", want, b)
+			}
+			if patch, err := x.Patch(); want == verify.RuleProtectedPath && (err != nil || !bytes.Contains(patch, []byte("diff --git"))) {
+				t.Fatalf("a result quarantined for what it touches keeps no patch for review: %v", err)
 			}
 			if tip, _ := repo.Ref(x.Lease.ID.BranchRef()); tip.String() != x.Lease.Base {
 				t.Fatalf("the review branch moved to %s", tip)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // Policy is what a lease may do. Trusted policy comes from the user's own
@@ -91,8 +92,7 @@ func DefaultPolicy() Policy {
 		},
 		Result: ResultPolicy{
 			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
-			Protected: []string{".github/", ".gitlab-ci.yml", ".gitattributes", ".gitmodules", ".envrc",
-				".vscode/", ".idea/", ".claude/", ".mcp.json", ".lease.toml"},
+			Protected: slices.Clone(verify.DefaultProtected),
 		},
 		Bwrap:   BwrapPolicy{SeccompAllow: []string{}},
 		Crabbox: defaultCrabbox(),

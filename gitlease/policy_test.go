@@ -57,7 +57,7 @@ func TestPolicyTrustedMayWidenAndRepoMayNarrow(t *testing.T) {
 	if eff.Limits.Memory != 1<<30 || eff.Limits.Processes != 10 || !slices.Equal(eff.Network.Allow, []string{"a.example.org:443"}) {
 		t.Fatalf("narrowed policy: %+v", eff.Policy)
 	}
-	if !slices.Contains(eff.Result.Protected, ".github/") || !slices.Contains(eff.Result.Protected, "secrets/") {
+	if !slices.Contains(eff.Result.Protected, "**/.github/") || !slices.Contains(eff.Result.Protected, "secrets/") {
 		t.Fatalf("protected paths must be the union: %q", eff.Result.Protected)
 	}
 	if !strings.HasPrefix(eff.Sources["limits.memory"], ".lease.toml at ") || eff.Sources["limits.wall"] != SourceDefault {

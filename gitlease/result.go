@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -37,20 +39,26 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	}
 	result := &Result{Base: x.Lease.Base, Checks: []CheckResult{}, Artifacts: artifacts, Manifest: []verify.FileChange{}}
 	findings := precheck(vp, d.Layout, entries)
-	// File contents are read only when precheck found nothing: it keeps
-	// oversize and special files from ever being read.
-	leaks, secrets, err := x.credentialLeaks(d, entries, len(findings) == 0)
+	// File contents are read only when precheck found nothing but
+	// reviewable findings: it keeps oversize and special files from ever
+	// being read.
+	readable := reviewable(findings)
+	leaks, secrets, err := x.credentialLeaks(d, entries, readable)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
 	findings = append(findings, leaks...)
+	readable = readable && len(leaks) == 0
 	if len(findings) > 0 && len(x.Lease.Credentials) > 0 {
 		// Artifacts are files of a delta that may hold a credential: a
 		// quarantined result of a lease with credentials keeps none.
 		files, result.Artifacts = map[string][]byte{}, []Artifact{}
 	}
 	var c *collected
-	if len(findings) == 0 {
+	if readable {
+		// A result quarantined for what it touches (a protected path, a
+		// submodule, a symlink) is built all the same, never materialized,
+		// so that its patch is in the log for review (git lease diff).
 		if c, err = build(ctx, x.Repo, base, d, entries); err != nil {
 			return x.fail(ctx, err.Error(), err)
 		}
@@ -62,9 +70,11 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		result.Summary, result.Commit, result.Tree = summarize(c.Manifest.Files), commit.String(), c.Tree.String()
 		result.Manifest, result.PatchDigest = c.Manifest.Files, verify.PatchDigest(c.Patch)
 		files[manifestFile], files[patchFile] = c.Manifest.Marshal(), c.Patch
-		if findings, err = checkResult(x.Repo, vp, c); err != nil {
+		built, err := checkResult(x.Repo, vp, c)
+		if err != nil {
 			return x.fail(ctx, err.Error(), err)
 		}
+		findings = mergeFindings(findings, built)
 	}
 	if len(findings) > 0 {
 		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
@@ -81,6 +91,38 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	}
 	fault("start:verifying")
 	return x.checkAndReview(ctx, progress)
+}
+
+// reviewable reports whether a result with these findings may still be
+// built and its patch stored for review: findings only about what paths it
+// touches, none that says its content must not be read (sizes, special
+// files, paths git cannot hold, credentials).
+func reviewable(findings []verify.Finding) bool {
+	for _, f := range findings {
+		switch f.Rule {
+		case verify.RuleProtectedPath, verify.RuleSubmodule, verify.RuleSymlinkEscape, verify.RuleSymlinkDenied:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// mergeFindings adds to the delta's findings those of the built result
+// that are not already there, ordered as verify orders them.
+func mergeFindings(delta, built []verify.Finding) []verify.Finding {
+	seen := map[[2]string]bool{}
+	out := []verify.Finding{}
+	for _, f := range append(append([]verify.Finding{}, delta...), built...) {
+		if k := [2]string{f.Rule, f.Path}; !seen[k] {
+			seen[k] = true
+			out = append(out, f)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b verify.Finding) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Rule, b.Rule))
+	})
+	return out
 }
 
 // checkAndReview takes a verified result (state verifying) through its

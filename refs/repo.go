@@ -154,8 +154,17 @@ func (r *Repo) remoteGit(ctx context.Context, args ...string) ([]byte, error) {
 	return r.gitIn(ctx, r.WorkTree, r.CommonDir, nil, nil, args...)
 }
 
-// gitIn runs git in dir with gitDir as GIT_DIR.
+// gitIn runs git in dir with gitDir as GIT_DIR; a command that writes,
+// merges or compares a tree runs with every configured filter, merge and
+// diff driver neutralised (see neutralDrivers).
 func (r *Repo) gitIn(ctx context.Context, dir, gitDir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	if len(args) > 0 && driverCommands[args[0]] {
+		neutral, err := neutralDrivers(ctx, dir, gitDir, env)
+		if err != nil {
+			return nil, err
+		}
+		env = append(append([]string{}, env...), neutral...)
+	}
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, hostileConfig...), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(os.Environ()), "GIT_DIR="+gitDir)

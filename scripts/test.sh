@@ -3,13 +3,16 @@
 # every fuzz target briefly. Installs what the tests run for real when it is
 # missing (Debian packages): bubblewrap for the sandboxes, openssh-client
 # (ssh-keygen, ssh-agent) for the signing interoperability tests, curl for
-# the network attack tests (they skip without it).
+# the network attack tests (they skip without it), git-lfs for the test that
+# a result never runs a real filter driver (configured only in the test's own
+# repository; it skips without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v git-lfs >/dev/null 2>&1 || missing+=(git-lfs)
 if [ ${#missing[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo

@@ -22,18 +22,10 @@ type Policy struct {
 	// .gitmodules in Protected; the .gitmodules content must then pass
 	// CheckGitmodules.
 	AllowSubmodules bool
-	// Protected lists paths a result may not touch: entries ending in "/"
-	// protect a directory and everything under it, others one exact path.
-	// nil means DefaultProtected; an empty, non-nil list protects nothing.
+	// Protected lists paths a result may not touch (see ProtectedEntry for
+	// the syntax: "dir/", "**/name"). nil means DefaultProtected; an empty,
+	// non-nil list protects nothing.
 	Protected []string
-}
-
-// DefaultProtected are the paths that configure CI, git itself, the shell,
-// editors and agents: places where a change runs code on someone's machine
-// before anyone reviews it.
-var DefaultProtected = []string{
-	".github/", ".gitlab-ci.yml", ".gitattributes", ".gitmodules", ".envrc",
-	".vscode/", ".idea/", ".claude/", ".mcp.json", ".lease.toml",
 }
 
 // Default limits.
@@ -101,8 +93,12 @@ func Check(p Policy, changed []Candidate, resultPaths []string) []Finding {
 		if f := checkPath(c.Path); f != nil {
 			add(f)
 		}
-		if isProtected(p.Protected, c.Path) && !(p.AllowSubmodules && IsGitmodulesPath(c.Path)) {
-			add(newFinding(RuleProtectedPath, c.Path, "policy protects this path; change it by hand or narrow the task"))
+		if e := protectedBy(p.Protected, c.Path); e != "" && !(p.AllowSubmodules && IsGitmodulesPath(c.Path)) {
+			why := ProtectedWhy(e)
+			if why == "" {
+				why = "policy protects it"
+			}
+			add(newFinding(RuleProtectedPath, c.Path, "%s (protected: %s); change it by hand or narrow the task", e, why))
 		}
 		if !p.AllowSubmodules && (c.Kind == Gitlink || IsGitmodulesPath(c.Path)) {
 			add(newFinding(RuleSubmodule, c.Path, "submodules are off in policy (set AllowSubmodules to allow them)"))
@@ -199,18 +195,4 @@ func addSaturating(total, size int64) int64 {
 		return math.MaxInt64
 	}
 	return total + size
-}
-
-// isProtected reports whether p is a protected path, comparing folded
-// paths so that ".GITHUB/workflows/x" and ".github./x" are caught.
-func isProtected(protected []string, p string) bool {
-	fp := foldPath(p)
-	for _, e := range protected {
-		dir, isDir := strings.CutSuffix(e, "/")
-		fe := foldPath(dir)
-		if fp == fe || (isDir && strings.HasPrefix(fp, fe+"/")) {
-			return true
-		}
-	}
-	return false
 }

@@ -74,7 +74,7 @@ func TestCheckRejectsTheAttackCorpusWithTheRightRules(t *testing.T) {
 		{"a symlink into a nested .git", Policy{}, []Candidate{link("a/l", "x/.git\u200c")}, nil, []string{RuleSymlinkEscape}},
 		{"a symlink with dot-dot after a name", Policy{}, []Candidate{link("l", "d/../x")}, nil, []string{RuleSymlinkEscape}},
 		{"a symlinked .gitmodules even when submodules are allowed", Policy{AllowSubmodules: true}, []Candidate{link(".gitmodules", "x")}, nil, []string{RuleSubmodule}},
-		{"a symlinked nested .gitmodules", Policy{}, []Candidate{link("a/.GITMODULES", "x")}, nil, []string{RuleSubmodule}},
+		{"a symlinked nested .gitmodules", Policy{}, []Candidate{link("a/.GITMODULES", "x")}, nil, []string{RuleProtectedPath, RuleSubmodule}},
 		{"a setuid file", Policy{}, []Candidate{{Path: "bin/x", Mode: fs.ModeSetuid | 0o755}}, nil, []string{RuleModeSetuid}},
 		{"a setgid file", Policy{}, []Candidate{{Path: "bin/x", Mode: fs.ModeSetgid | 0o755}}, nil, []string{RuleModeSetuid}},
 		{"a sticky file", Policy{}, []Candidate{{Path: "bin/x", Mode: fs.ModeSticky | 0o644}}, nil, []string{RuleModeSetuid}},
