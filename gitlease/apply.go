@@ -48,7 +48,12 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 		return err
 	}
 	defer unlock()
-	if x.Lease.State != Review {
+	switch {
+	case x.Lease.State == Quarantined && x.Lease.Result != nil && len(x.Lease.Result.Manifest) > 0 && x.Lease.FindingsOmitted == 0:
+		if len(opts.Only) == 0 {
+			return fmt.Errorf("lease %s is quarantined: take the paths no finding names with git lease apply --only PATH… %s (git lease show %s lists them)", x.Lease.ID, x.Lease.ID.Short(), x.Lease.ID.Short())
+		}
+	case x.Lease.State != Review:
 		return fmt.Errorf("lease %s is %s: only a lease in review can be applied", x.Lease.ID, x.Lease.State)
 	}
 	rep, err := x.verifyRecorded(ctx)

@@ -85,3 +85,39 @@ func TestApplyRefusesAResultThatNoLongerVerifies(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A quarantined result's legitimate part can be taken: apply --only the
+// paths no finding names makes a new result of them alone, verified again,
+// and records it as such; the flagged paths, or the whole, cannot be.
+func TestApplyOnlyTakesTheUnflaggedPartOfAQuarantinedResult(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a\n"}, "")
+	x, out := runAgent(t, repo, `mkdir -p sub; echo '*.bin filter=lfs' > sub/.gitattributes; echo fixed > a.txt`)
+	if x.Lease.State != Quarantined {
+		t.Fatalf("lease is %s (%s):\n%s", x.Lease.State, x.Lease.Reason, out)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "--only") {
+		t.Fatalf("applying a quarantined result whole: %v", err)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{Only: []string{"sub"}}); err == nil || !strings.Contains(err.Error(), "named by a finding") {
+		t.Fatalf("applying a flagged path: %v", err)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{Only: []string{"a.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := refstest.Git(t, dir, "diff", "--name-status", "HEAD~1", "HEAD"); got != "M\ta.txt" {
+		t.Fatalf("the applied commit changes:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", ".gitattributes")); !os.IsNotExist(err) {
+		t.Fatalf("the flagged file reached the checkout: %v", err)
+	}
+	if x.Lease.State != Applied || strings.Join(x.Lease.Applied.Paths, " ") != "a.txt" {
+		t.Fatalf("lease %s, applied %+v", x.Lease.State, x.Lease.Applied)
+	}
+	allowed, err := AllowedSigners(repo, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(context.Background(), x, allowed); !v.OK {
+		t.Fatalf("the log of a partly applied quarantined lease does not verify: %v", v.Problems)
+	}
+}

@@ -249,7 +249,7 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 func (x *Execution) worktreeExpected() (plumbing.Hash, bool) {
 	r := x.Lease.Result
 	switch {
-	case r != nil && r.Tree != "" && (x.Lease.State.holdsResult() || x.agentWroteWorktree()):
+	case r != nil && r.Tree != "" && (x.Lease.holdsResult() || x.agentWroteWorktree()):
 		return plumbing.NewHash(r.Tree), true
 	case !x.agentWroteWorktree():
 		return refs.EmptyTree, true

@@ -31,6 +31,9 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 				continue
 			}
 			matched = true
+			if x.Lease.State == Quarantined && x.flagged(f.Path) {
+				return plumbing.ZeroHash, nil, nil, fmt.Errorf("--only %s: %s is named by a finding of quarantined lease %s (see git lease findings %s); it can only be taken by hand", want, f.Path, x.Lease.ID, x.Lease.ID.Short())
+			}
 			picked = append(picked, f.Path)
 			if f.Status == "D" {
 				edits = append(edits, refs.TreeEdit{Path: f.Path, Delete: true})
@@ -68,4 +71,14 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 	}
 	files := map[string][]byte{"result/promoted.json": c.Manifest.Marshal(), "result/promoted.diff": c.Patch}
 	return commit, files, picked, nil
+}
+
+// flagged reports whether a finding of the lease names path.
+func (x *Execution) flagged(path string) bool {
+	for _, f := range x.Lease.Findings {
+		if f.Path == path {
+			return true
+		}
+	}
+	return false
 }

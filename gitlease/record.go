@@ -255,3 +255,14 @@ func parseLease(b []byte) (*Lease, error) {
 	}
 	return &l, nil
 }
+
+// holdsResult reports whether the lease's review branch is at its result
+// commit: it reached review (a quarantined result never does, even once
+// part of it was applied with apply --only).
+func (l *Lease) holdsResult() bool {
+	switch l.State {
+	case Review, Applied, Rejected:
+		return l.Result == nil || l.Result.Status != "quarantined"
+	}
+	return false
+}

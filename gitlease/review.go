@@ -103,13 +103,13 @@ func (x *Execution) verifyRecorded(ctx context.Context) (*ReviewReport, error) {
 	}
 	rep.Checked = append(rep.Checked, "base + patch = result tree = manifest")
 	switch c, err := x.Repo.Commit(plumbing.NewHash(r.Commit)); {
-	case !x.Lease.State.holdsResult() && !x.Repo.HasObject(plumbing.NewHash(r.Commit)):
+	case !x.Lease.holdsResult() && !x.Repo.HasObject(plumbing.NewHash(r.Commit)):
 		// As in verify: a result that never reached review is not pushed.
 		rep.Checked = append(rep.Checked, "no result commit here (a "+string(x.Lease.State)+" result is never pushed)")
 	case err != nil || c.TreeHash.String() != r.Tree || len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base:
 		problem("result commit %s is not the result tree on the base", r.Commit)
 	}
-	if x.Lease.State.holdsResult() {
+	if x.Lease.holdsResult() {
 		if tip, _ := x.Repo.Ref(x.Lease.ID.BranchRef()); tip.String() != r.Commit {
 			problem("branch %s is at %s, not at the result commit %s", x.Lease.Branch, tip, r.Commit)
 		}

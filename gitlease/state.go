@@ -25,7 +25,8 @@ const (
 
 // transitions is the one table of legal state changes. A rebased lease
 // goes from provisioning straight to collecting: its result comes from a
-// merge, not from an agent.
+// merge, not from an agent. A quarantined lease can only be applied in
+// part: the paths that no finding names, verified again on their own.
 var transitions = map[State][]State{
 	New:          {Provisioning},
 	Provisioning: {Running, Collecting, Failed},
@@ -34,6 +35,7 @@ var transitions = map[State][]State{
 	Collecting:   {Verifying, Failed},
 	Verifying:    {Review, Quarantined, Failed},
 	Review:       {Applied, Rejected},
+	Quarantined:  {Applied}, // apply --only of the paths no finding names
 }
 
 // CanMove reports whether from -> to is a legal transition.
@@ -52,12 +54,6 @@ func checkMove(from, to State) error {
 		return fmt.Errorf("illegal lease transition %s -> %s", from, to)
 	}
 	return nil
-}
-
-// holdsResult reports whether a lease in this state has its review branch
-// at its result commit: it reached review.
-func (s State) holdsResult() bool {
-	return s == Review || s == Applied || s == Rejected
 }
 
 // Settled reports whether the lifecycle has ended (no process works on it).

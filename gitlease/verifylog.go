@@ -143,6 +143,9 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 		}
 	}
 	need := map[State][]string{Review: {resultReceipt}, Applied: {resultReceipt, applyReceipt}, Rejected: {resultReceipt, rejectReceipt}}[l.State]
+	if l.State == Applied && !l.holdsResult() {
+		need = []string{applyReceipt} // part of a quarantined result: it never had a result receipt
+	}
 	if l.Cleanup != nil && l.Cleanup.State != CleanupPending {
 		need = append(need, cleanupReceipt)
 	}
@@ -155,7 +158,7 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 		verifyResultObjects(repo, tip, l, problem)
 	}
 	wantBranch := l.Base
-	if l.State.holdsResult() {
+	if l.holdsResult() {
 		wantBranch = l.Result.Commit
 	}
 	if branch.String() != wantBranch && !branch.IsZero() {
@@ -182,7 +185,7 @@ func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem f
 	if err != nil {
 		problem("%s: %v", manifestFile, err)
 	}
-	if !l.State.holdsResult() && !repo.HasObject(plumbing.NewHash(r.Commit)) {
+	if !l.holdsResult() && !repo.HasObject(plumbing.NewHash(r.Commit)) {
 		// No ref reaches the result commit of a lease that failed or was
 		// quarantined, so it is never pushed: a clone that fetched the
 		// lease has its patch and manifest (checked above) but not its

@@ -22,7 +22,8 @@ log. If the branch moved, it refuses and suggests git lease rebase. If the branc
 is checked out here, your checkout must be clean and is updated as
 git merge --ff-only would; a branch checked out elsewhere is refused. Hooks do
 not run. --only PATH… promotes just those changes as a new, verified commit,
-recorded with its own manifest.
+recorded with its own manifest; it also takes the part of a quarantined result
+that no finding names.
 
 Example:
    git lease apply 3f9c
