@@ -30,6 +30,9 @@ type ApplyOptions struct {
 	Onto string
 	// Only promotes just these paths (files or directories of the manifest).
 	Only []string
+	// Accept accepts the findings that policy lets wait for acceptance at
+	// apply (result.accept_at_apply); without it such a lease is refused.
+	Accept bool
 }
 
 // Apply moves the target branch to the lease's result in one update-ref
@@ -56,6 +59,16 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	case x.Lease.State != Review:
 		return fmt.Errorf("lease %s is %s: only a lease in review can be applied", x.Lease.ID, x.Lease.State)
 	}
+	var accepted []string
+	for _, f := range x.awaitingAcceptance() {
+		accepted = append(accepted, string(f.Rule)+" "+f.Path)
+	}
+	if len(accepted) > 0 && x.Lease.State == Review && !opts.Accept {
+		return fmt.Errorf("lease %s changes what policy asks you to accept: %s; review them (git lease diff %s), then git lease apply --accept %s", x.Lease.ID, strings.Join(accepted, ", "), x.Lease.ID.Short(), x.Lease.ID.Short())
+	}
+	if x.Lease.State != Review || !opts.Accept {
+		accepted = nil
+	}
 	rep, err := x.verifyRecorded(ctx)
 	if err != nil {
 		return err
@@ -78,12 +91,12 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	// another apply between our check that the checkout is clean and our
 	// update of it would make the checkout look dirty, or the target look
 	// unmoved, to the loser.
-	return x.Repo.Locked("apply", func() error { return x.applyTo(ctx, target, opts.Only) })
+	return x.Repo.Locked("apply", func() error { return x.applyTo(ctx, target, opts.Only, accepted) })
 }
 
 // applyTo does the apply once the result has verified and target is known,
 // holding the repository's apply lock.
-func (x *Execution) applyTo(ctx context.Context, target string, only []string) error {
+func (x *Execution) applyTo(ctx context.Context, target string, only, accepted []string) error {
 	expected := plumbing.NewHash(x.Lease.Base)
 	if x.Lease.SnapshotOf != "" {
 		expected = plumbing.NewHash(x.Lease.SnapshotOf)
@@ -111,7 +124,7 @@ func (x *Execution) applyTo(ctx context.Context, target string, only []string) e
 		return err
 	}
 	fault("apply:prepared")
-	app := &Application{Target: target, From: expected.String(), Commit: commit.String(), Paths: paths}
+	app := &Application{Target: target, From: expected.String(), Commit: commit.String(), Paths: paths, Accepted: accepted}
 	if files[applyReceipt], err = x.sign(verify.PredicateApply, applyPredicate{x.Lease.ID, app},
 		commitSubject(target, app.Commit), commitSubject("from", app.From)); err != nil {
 		return err

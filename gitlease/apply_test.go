@@ -121,3 +121,38 @@ func TestApplyOnlyTakesTheUnflaggedPartOfAQuarantinedResult(t *testing.T) {
 		t.Fatalf("the log of a partly applied quarantined lease does not verify: %v", v.Problems)
 	}
 }
+
+// Policy may let a protected path wait for the reviewer instead of
+// quarantining: the result reaches review with its finding, apply refuses
+// it until told to accept, and records what was accepted.
+func TestApplyAcceptsWhatPolicyLetsWait(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a\n"}, "[result]\naccept_at_apply = [\"protected-path\"]\n")
+	x := reviewLease(t, repo, "echo 'use flake' > .envrc; echo fixed > a.txt")
+	if len(x.Lease.Findings) != 1 || x.Lease.Findings[0].Path != ".envrc" {
+		t.Fatalf("findings: %+v", x.Lease.Findings)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "--accept") {
+		t.Fatalf("applying without accepting: %v", err)
+	}
+	if err := Apply(context.Background(), x, ApplyOptions{Accept: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := refstest.Git(t, dir, "diff", "--name-status", "HEAD~1", "HEAD"); got != "A\t.envrc\nM\ta.txt" {
+		t.Fatalf("the applied commit changes:\n%s", got)
+	}
+	if got := strings.Join(x.Lease.Applied.Accepted, ","); got != "protected-path .envrc" {
+		t.Fatalf("recorded as accepted: %q", got)
+	}
+	allowed, err := AllowedSigners(repo, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(context.Background(), x, allowed); !v.OK {
+		t.Fatalf("the log does not verify: %v", v.Problems)
+	}
+	// Without the policy, the same result is quarantined.
+	repo2, _ := sandboxRepo(t, map[string]string{"a.txt": "a\n"}, "")
+	if y, _ := runAgent(t, repo2, "echo 'use flake' > .envrc"); y.Lease.State != Quarantined {
+		t.Fatalf("without accept_at_apply the lease is %s", y.Lease.State)
+	}
+}

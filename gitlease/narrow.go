@@ -73,6 +73,8 @@ func narrow(eff *Effective, b []byte, source string) error {
 			if req.Result.Submodules && !trusted.Result.Submodules {
 				err = wider(k, true, false)
 			}
+		case "result.accept_at_apply":
+			err = subset(k, req.Result.AcceptAtApply, trusted.Result.AcceptAtApply, wider)
 		case "result.protected":
 			req.Result.Protected = union(trusted.Result.Protected, req.Result.Protected)
 		case "checks":

@@ -79,7 +79,16 @@ type ResultPolicy struct {
 	Symlinks       string   `toml:"symlinks" json:"symlinks"` // "inside" (links that stay in the tree) or "none"
 	Submodules     bool     `toml:"submodules" json:"submodules"`
 	Protected      []string `toml:"protected" json:"protected"`
+	// AcceptAtApply names the rules whose findings send a result to review
+	// to be accepted explicitly at apply (git lease apply --accept) instead
+	// of quarantining it. Only protected-path may wait: materializing runs
+	// no driver the result chose, so reviewing such a result is safe,
+	// while applying it changes what runs on the next checkout or CI run.
+	AcceptAtApply []string `toml:"accept_at_apply" json:"accept_at_apply"`
 }
+
+// acceptableRules are the rules whose findings may wait for acceptance.
+var acceptableRules = []string{string(verify.RuleProtectedPath)}
 
 // DefaultPolicy is safe with no configuration at all: no network, no
 // credentials, bounded resources.
@@ -92,7 +101,7 @@ func DefaultPolicy() Policy {
 		},
 		Result: ResultPolicy{
 			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
-			Protected: slices.Clone(verify.DefaultProtected),
+			Protected: slices.Clone(verify.DefaultProtected), AcceptAtApply: []string{},
 		},
 		Bwrap:   BwrapPolicy{SeccompAllow: []string{}},
 		Crabbox: defaultCrabbox(),
@@ -216,7 +225,7 @@ func PolicyKeys() []string { return slices.Clone(policyKeys) }
 var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
 	"limits.require_cgroup", "read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
-	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "checks",
+	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "result.accept_at_apply", "checks",
 	"bwrap.seccomp_allow", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }
 
@@ -249,6 +258,7 @@ func (p Policy) clone() Policy {
 	p.Network.Allow = slices.Clone(p.Network.Allow)
 	p.Credentials = slices.Clone(p.Credentials)
 	p.Result.Protected = slices.Clone(p.Result.Protected)
+	p.Result.AcceptAtApply = slices.Clone(p.Result.AcceptAtApply)
 	p.Checks = slices.Clone(p.Checks)
 	p.Agents = maps.Clone(p.Agents)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
@@ -268,6 +278,11 @@ func (e *Effective) validate() error {
 	for _, p := range e.ReadOnly {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return fmt.Errorf("read_only = %q (%s): use clean absolute paths", p, e.Sources["read_only"])
+		}
+	}
+	for _, r := range e.Result.AcceptAtApply {
+		if !slices.Contains(acceptableRules, r) {
+			return fmt.Errorf("result.accept_at_apply = %q (%s): only %s findings may wait for acceptance at apply", r, e.Sources["result.accept_at_apply"], strings.Join(acceptableRules, ", "))
 		}
 	}
 	if err := bwrap.CheckSeccompAllow(e.Bwrap.SeccompAllow); err != nil {

@@ -81,6 +81,7 @@ func TestPolicyRepoMayNotWiden(t *testing.T) {
 		{"more files", "[result]\nmax_files = 20000", "result.max_files"},
 		{"a seccomp entry", "[bwrap]\nseccomp_allow = [\"perf\"]", `bwrap.seccomp_allow = ["perf"], but the trusted policy allows []`},
 		{"bounds without a cgroup", "[limits]\nrequire_cgroup = false", "limits.require_cgroup = false, but the trusted policy allows true"},
+		{"a finding to accept", "[result]\naccept_at_apply = [\"protected-path\"]", "result.accept_at_apply"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +98,10 @@ func TestPolicyRefusesUnknownKeysAndBadValues(t *testing.T) {
 		if _, _, err := policyRepo(t, "", toml); err == nil {
 			t.Errorf("%q was accepted", toml)
 		}
+	}
+	// Only protected paths may wait for acceptance, even in trusted policy.
+	if _, _, err := policyRepo(t, "[result]\naccept_at_apply = [\"credential\"]", ""); err == nil || !strings.Contains(err.Error(), "only protected-path") {
+		t.Errorf("accept_at_apply = [\"credential\"]: %v", err)
 	}
 }
 

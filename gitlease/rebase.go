@@ -108,11 +108,11 @@ func (x *Execution) verifyBuilt(ctx context.Context, c *collected, progress io.W
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	if len(findings) > 0 {
+	if len(findings) > 0 && !x.acceptable(findings) {
 		return x.quarantine(ctx, result, findings, nil, nil, files, progress)
 	}
 	files[resultFile] = result.marshal()
-	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
+	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result; l.addFindings(findings) }, files); err != nil {
 		return err
 	}
 	return x.checkAndReview(ctx, progress)

@@ -124,6 +124,9 @@ type Application struct {
 	From   string   `json:"from"`
 	Commit string   `json:"commit"`
 	Paths  []string `json:"paths,omitempty"`
+	// Accepted are the findings apply was told to accept ("rule path"),
+	// under policy's result.accept_at_apply.
+	Accepted []string `json:"accepted,omitempty"`
 }
 
 // Cleanup states: a lease is terminal only when its cleanup is confirmed.

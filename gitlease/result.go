@@ -76,7 +76,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		}
 		findings = mergeFindings(findings, built)
 	}
-	if len(findings) > 0 {
+	if len(findings) > 0 && !(readable && x.acceptable(findings)) {
 		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
 	}
 	if reason := x.Lease.Agent.failure(); reason != "" {
@@ -86,7 +86,8 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	}
 	result.Status = "ok"
 	files[resultFile] = result.marshal()
-	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result }, files); err != nil {
+	// Findings left here wait for acceptance at apply (acceptable).
+	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result; l.addFindings(findings) }, files); err != nil {
 		return err
 	}
 	fault("start:verifying")
@@ -260,4 +261,32 @@ func readEntry(d sandbox.Delta, e sandbox.Entry) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, e.Size))
+}
+
+// acceptable reports whether every finding is of a rule that policy lets
+// wait for acceptance at apply (result.accept_at_apply) instead of
+// quarantining the result.
+func (x *Execution) acceptable(findings []verify.Finding) bool {
+	for _, f := range findings {
+		if !slices.Contains(x.Lease.Policy.Result.AcceptAtApply, string(f.Rule)) {
+			return false
+		}
+	}
+	return true
+}
+
+// AwaitingAcceptance reports whether apply must be told to accept some of
+// the lease's findings (git lease apply --accept).
+func (x *Execution) AwaitingAcceptance() bool { return len(x.awaitingAcceptance()) > 0 }
+
+// awaitingAcceptance are the lease's findings that apply must be told to
+// accept (git lease apply --accept).
+func (x *Execution) awaitingAcceptance() []verify.Finding {
+	var out []verify.Finding
+	for _, f := range x.Lease.Findings {
+		if slices.Contains(x.Lease.Policy.Result.AcceptAtApply, string(f.Rule)) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -23,7 +23,8 @@ is checked out here, your checkout must be clean and is updated as
 git merge --ff-only would; a branch checked out elsewhere is refused. Hooks do
 not run. --only PATH… promotes just those changes as a new, verified commit,
 recorded with its own manifest; it also takes the part of a quarantined result
-that no finding names.
+that no finding names. A result whose findings policy lets wait for you
+(result.accept_at_apply: protected paths) needs --accept, recorded in the log.
 
 Example:
    git lease apply 3f9c
@@ -31,13 +32,14 @@ Example:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "onto", Usage: "the branch to move (default: the branch the base came from)"},
 			&cli.StringSliceFlag{Name: "only", Usage: "promote only this path or directory of the result (repeatable)"},
+			&cli.BoolFlag{Name: "accept", Usage: "accept the findings that policy's result.accept_at_apply lets wait for you (protected paths), after reviewing them"},
 		},
 		Action: func(c *cli.Context) error {
 			x, err := loadOne(c)
 			if err != nil {
 				return err
 			}
-			if err := gitlease.Apply(c.Context, x, gitlease.ApplyOptions{Onto: c.String("onto"), Only: c.StringSlice("only")}); err != nil {
+			if err := gitlease.Apply(c.Context, x, gitlease.ApplyOptions{Onto: c.String("onto"), Only: c.StringSlice("only"), Accept: c.Bool("accept")}); err != nil {
 				return err
 			}
 			a := x.Lease.Applied

@@ -86,6 +86,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		for _, f := range l.Findings[:shown] {
 			fmt.Fprintf(w, "  %s %s %q: %s\n", f.Severity, f.Rule, f.Path, escape.Line(f.Detail))
 		}
+		if l.State == gitlease.Review && x.AwaitingAcceptance() {
+			fmt.Fprintf(w, "  policy lets these wait for you: review them, then git lease apply --accept %s\n", l.ID.Short())
+		}
 		if more := n - shown; more > 0 {
 			fmt.Fprintf(w, "  … and %d more", more)
 			if l.FindingsOmitted > 0 {
