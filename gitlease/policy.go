@@ -209,6 +209,9 @@ func loadPolicy(repo *refs.Repo, base plumbing.Hash, agent string) (*Effective, 
 		} else if !errors.Is(err, refs.ErrNoFile) {
 			return nil, err
 		}
+		if err := eff.protectGitLabIncludes(repo, base); err != nil {
+			return nil, err
+		}
 	}
 	for _, k := range policyKeys {
 		if eff.Sources[k] == "" {
@@ -292,4 +295,29 @@ func (e *Effective) validate() error {
 		return err
 	}
 	return e.validateCrabbox()
+}
+
+// protectGitLabIncludes adds to the protected paths the files that the
+// base's .gitlab-ci.yml includes, when trusted policy protects
+// .gitlab-ci.yml: GitLab runs them as CI configuration too.
+func (e *Effective) protectGitLabIncludes(repo *refs.Repo, base plumbing.Hash) error {
+	if !slices.Contains(e.Result.Protected, "**/.gitlab-ci.yml") && !slices.Contains(e.Result.Protected, ".gitlab-ci.yml") {
+		return nil
+	}
+	b, err := repo.ReadFile(base, ".gitlab-ci.yml", 1<<20)
+	if errors.Is(err, refs.ErrNoFile) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if inc := verify.GitLabIncludes(b); len(inc) > 0 {
+		e.Result.Protected = union(e.Result.Protected, inc)
+		src := e.Sources["result.protected"]
+		if src == "" {
+			src = SourceDefault
+		}
+		e.Sources["result.protected"] = src + fmt.Sprintf(" + what .gitlab-ci.yml at %s includes", base.String()[:12])
+	}
+	return nil
 }
