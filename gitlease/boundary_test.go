@@ -210,3 +210,14 @@ func TestBoundsRequireCgroup(t *testing.T) {
 		t.Fatalf("want a refusal naming limits.require_cgroup before the agent runs: %v\n%s", err, out.String())
 	}
 }
+
+// A directory the agent locks (mode 000) hides nothing from collection and
+// leaves nothing its owner cannot remove: directory modes are no part of a
+// result, so the host opens them once the agent has ended.
+func TestSandboxCannotHideFilesInLockedDirectories(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	x, out := runAgent(t, repo, "mkdir -p locked/deeper; echo hidden > locked/deeper/f; chmod 000 locked/deeper locked")
+	if x.Lease.State != Review || x.Lease.Result == nil || len(x.Lease.Result.Manifest) != 1 || x.Lease.Result.Manifest[0].Path != "locked/deeper/f" {
+		t.Fatalf("lease %s, result %+v:\n%s", x.Lease.State, x.Lease.Result, out)
+	}
+}

@@ -238,10 +238,14 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	proc.Finish = func(exit *sandbox.Exit, state *os.ProcessState) {
 		shared.finish()
 		lim.finish(exit, state)
-		// The kernel makes the overlay's work/work with mode 000. A lease
-		// in review keeps its sandbox directory until cleanup, and a
-		// user's rm -rf of the repository meanwhile must not fail on it.
+		// The kernel makes the overlay's work/work with mode 000, and an
+		// agent may leave directories its owner cannot open. The host
+		// must read the upper directory to collect it, a lease in review
+		// keeps its sandbox directory until cleanup, and a user's rm -rf
+		// of the repository meanwhile must not fail on either. Directory
+		// modes are no part of a result.
 		os.Chmod(filepath.Join(d.work, "work"), 0o700)
+		openDirs(d.upper)
 	}
 	proc.Gate = func() error {
 		_, err := goW.Write([]byte("go\n"))
