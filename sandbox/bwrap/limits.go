@@ -139,26 +139,42 @@ func (l *limiter) started(first int) {
 // interrupt sends SIGINT to every process of the sandbox but its PID 1
 // (the gate shell, which only waits for the agent), as Ctrl-C would.
 func (l *limiter) interrupt() error {
+	pids, err := l.processes()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if nsPID(pid) != 1 {
+			syscall.Kill(pid, syscall.SIGINT)
+		}
+	}
+	return nil
+}
+
+// processes are the host PIDs of the sandbox's processes: those in its pid
+// namespace.
+func (l *limiter) processes() ([]int, error) {
 	l.mu.Lock()
 	ns := l.pidns
 	l.mu.Unlock()
 	if ns == "" {
-		return errors.New("the sandbox has not started")
+		return nil, errors.New("the sandbox has not started")
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && link == ns && nsPID(pid) != 1 {
-			syscall.Kill(pid, syscall.SIGINT)
+		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && link == ns {
+			pids = append(pids, pid)
 		}
 	}
-	return nil
+	return pids, nil
 }
 
 // nsPID is a process's PID inside its own pid namespace (NSpid's last field).
@@ -209,35 +225,22 @@ func (l *limiter) watch() string {
 // watchProcesses counts the processes of the sandbox's pid namespace and
 // their resident memory.
 func (l *limiter) watchProcesses() string {
-	l.mu.Lock()
-	ns := l.pidns
-	l.mu.Unlock()
-	if ns == "" {
-		return ""
-	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := l.processes()
 	if err != nil {
 		return ""
 	}
-	var n int
+	n := len(pids)
 	var rss, openDisk int64
 	page := int64(os.Getpagesize())
 	l.mu.Lock()
 	scratchDev := devOf(l.scratch)
 	l.mu.Unlock()
 	seen := map[[2]uint64]bool{}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		if link, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || link != ns {
-			continue
-		}
-		n++
-		disk, memory := unlinkedOpen(e.Name(), scratchDev, seen)
+	for _, pid := range pids {
+		disk, memory := unlinkedOpen(strconv.Itoa(pid), scratchDev, seen)
 		openDisk += disk
 		rss += memory
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm"); err == nil {
 			if f := strings.Fields(string(b)); len(f) > 1 {
 				pages, _ := strconv.ParseInt(f[1], 10, 64)
 				rss += pages * page
