@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -45,8 +46,12 @@ type Repo struct {
 
 	ident  *ident
 	config map[string]string // Config's cache
-	store  store
-	git    *git.Repository
+	// drivers caches neutralDrivers per git dir and environment: the
+	// config files it reads do not change while git-lease runs, and
+	// every command that writes a tree would otherwise pay a git process.
+	drivers sync.Map
+	store   store
+	git     *git.Repository
 }
 
 // Open finds the repository that contains dir, as git does, and opens it.
@@ -159,11 +164,16 @@ func (r *Repo) remoteGit(ctx context.Context, args ...string) ([]byte, error) {
 // diff driver neutralised (see neutralDrivers).
 func (r *Repo) gitIn(ctx context.Context, dir, gitDir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	if len(args) > 0 && driverCommands[args[0]] {
-		neutral, err := neutralDrivers(ctx, dir, gitDir, env)
-		if err != nil {
-			return nil, err
+		key := gitDir + "\x00" + strings.Join(env, "\x00")
+		neutral, ok := r.drivers.Load(key)
+		if !ok {
+			n, err := neutralDrivers(ctx, dir, gitDir, env)
+			if err != nil {
+				return nil, err
+			}
+			neutral, _ = r.drivers.LoadOrStore(key, n)
 		}
-		env = append(append([]string{}, env...), neutral...)
+		env = append(append([]string{}, env...), neutral.([]string)...)
 	}
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, hostileConfig...), args...)...)
 	cmd.Dir = dir
