@@ -166,12 +166,10 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	shared := &sharedFiles{names: view.shared, dir: -1}
-	if asRoot {
+	if asRoot && spec.ProxySocket != "" {
 		// The sandbox's uid must reach the proxy's socket.
-		if spec.ProxySocket != "" {
-			if err := os.Lchown(spec.ProxySocket, uid, gid); err != nil {
-				return nil, err
-			}
+		if err := os.Lchown(spec.ProxySocket, uid, gid); err != nil {
+			return nil, err
 		}
 	}
 	filter, err := seccompFilter(spec.SeccompAllow)

@@ -94,16 +94,12 @@ func initSandbox() error {
 	if err != nil {
 		return err
 	}
-	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD)}
-	keep := []int{fdReady, fdGo, argsFD}
-	if len(spec.Seccomp) > 0 {
-		seccompFD, err := pipeWith(spec.Seccomp)
-		if err != nil {
-			return err
-		}
-		bwrapArgs = append(bwrapArgs, "--seccomp", fmt.Sprint(seccompFD))
-		keep = append(keep, seccompFD)
+	seccompFD, err := pipeWith(spec.Seccomp)
+	if err != nil {
+		return err
 	}
+	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD), "--seccomp", fmt.Sprint(seccompFD)}
+	keep := []int{fdReady, fdGo, argsFD, seccompFD}
 	// Only the gate's pipes and bwrap's own inputs cross into bwrap: a
 	// descriptor the host inherited without close-on-exec would otherwise
 	// reach the agent (a directory descriptor opens the host's files).
