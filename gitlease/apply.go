@@ -52,6 +52,9 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	}
 	defer unlock()
 	switch {
+	case x.Lease.State == Quarantined && len(x.quarantiningEscapes()) > 0:
+		// No path of it is more trustworthy than another.
+		return fmt.Errorf("lease %s is quarantined: its agent tried to escape its sandbox (git lease findings %s); its result can only be taken by hand", x.Lease.ID, x.Lease.ID.Short())
 	case x.Lease.State == Quarantined && x.Lease.Result != nil && len(x.Lease.Result.Manifest) > 0 && x.Lease.FindingsOmitted == 0:
 		if len(opts.Only) == 0 {
 			return fmt.Errorf("lease %s is quarantined: take the paths no finding names with git lease apply --only PATH… %s (git lease show %s lists them)", x.Lease.ID, x.Lease.ID.Short(), x.Lease.ID.Short())

@@ -81,6 +81,12 @@ func narrow(eff *Effective, b []byte, source string) error {
 			req.Checks = union(trusted.Checks, req.Checks)
 		case "bwrap.seccomp_allow":
 			err = subset(k, req.Bwrap.SeccompAllow, trusted.Bwrap.SeccompAllow, wider)
+		case "bwrap.tolerate_escapes":
+			err = subset(k, req.Bwrap.TolerateEscapes, trusted.Bwrap.TolerateEscapes, wider)
+		case "bwrap.require_recording":
+			if !req.Bwrap.RequireRecording && trusted.Bwrap.RequireRecording {
+				err = wider(k, false, true)
+			}
 		case "crabbox.pass_env":
 			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: it lets variables of your environment steer crabbox", ErrWiden, source, k)
 		case "agents", "credential_files":

@@ -48,8 +48,15 @@ type Policy struct {
 // BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
 // sandbox's seccomp filter that a lease lets through (for example "perf"
 // to profile); none by default. A .lease.toml may only name fewer.
+// TolerateEscapes names entries whose refused calls are recorded as
+// findings without quarantining the result (critical ones do otherwise);
+// a .lease.toml may only name fewer. RequireRecording refuses a
+// start where the sandbox could not record escape attempts; a .lease.toml
+// may set it, never unset it.
 type BwrapPolicy struct {
-	SeccompAllow []string `toml:"seccomp_allow" json:"seccomp_allow"`
+	SeccompAllow     []string `toml:"seccomp_allow" json:"seccomp_allow"`
+	TolerateEscapes  []string `toml:"tolerate_escapes" json:"tolerate_escapes"`
+	RequireRecording bool     `toml:"require_recording" json:"require_recording"`
 }
 
 // Limits bound one agent run.
@@ -103,7 +110,7 @@ func DefaultPolicy() Policy {
 			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
 			Protected: slices.Clone(verify.DefaultProtected), AcceptAtApply: []string{},
 		},
-		Bwrap:   BwrapPolicy{SeccompAllow: []string{}},
+		Bwrap:   BwrapPolicy{SeccompAllow: []string{}, TolerateEscapes: []string{}},
 		Crabbox: defaultCrabbox(),
 	}
 }
@@ -229,7 +236,7 @@ var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
 	"limits.require_cgroup", "read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
 	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "result.accept_at_apply", "checks",
-	"bwrap.seccomp_allow", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
+	"bwrap.seccomp_allow", "bwrap.tolerate_escapes", "bwrap.require_recording", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
@@ -266,6 +273,7 @@ func (p Policy) clone() Policy {
 	p.Agents = maps.Clone(p.Agents)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
 	p.Bwrap.SeccompAllow = slices.Clone(p.Bwrap.SeccompAllow)
+	p.Bwrap.TolerateEscapes = slices.Clone(p.Bwrap.TolerateEscapes)
 	p.Crabbox.Sandboxed = slices.Clone(p.Crabbox.Sandboxed)
 	p.Crabbox.PassEnv = slices.Clone(p.Crabbox.PassEnv)
 	return p
@@ -290,6 +298,9 @@ func (e *Effective) validate() error {
 	}
 	if err := bwrap.CheckSeccompAllow(e.Bwrap.SeccompAllow); err != nil {
 		return fmt.Errorf("bwrap.seccomp_allow (%s): %w", e.Sources["bwrap.seccomp_allow"], err)
+	}
+	if err := bwrap.CheckSeccompAllow(e.Bwrap.TolerateEscapes); err != nil {
+		return fmt.Errorf("bwrap.tolerate_escapes (%s): %w", e.Sources["bwrap.tolerate_escapes"], err)
 	}
 	if err := e.validateAccess(); err != nil {
 		return err

@@ -58,6 +58,9 @@ type Lease struct {
 	Credentials []CredentialRecord `json:"credentials,omitempty"`
 	// Network is the bounded record of the lease's network.
 	Network *NetworkRecord `json:"network,omitempty"`
+	// Escapes says how the sandbox recorded the agent's escape attempts,
+	// which are findings (RuleEscapeAttempt).
+	Escapes *EscapeRecord `json:"escapes,omitempty"`
 	// Enforcement says how the sandbox enforced the resource bounds.
 	Enforcement string `json:"enforcement,omitempty"`
 	// Reason says why the lease failed, was quarantined or canceled.

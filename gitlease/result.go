@@ -76,7 +76,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		}
 		findings = mergeFindings(findings, built)
 	}
-	if len(findings) > 0 && !(readable && x.acceptable(findings)) {
+	if len(findings) > 0 && !(readable && x.acceptable(findings)) || len(x.quarantiningEscapes()) > 0 {
 		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
 	}
 	if reason := x.Lease.Agent.failure(); reason != "" {
@@ -177,7 +177,14 @@ func (x *Execution) quarantine(ctx context.Context, result *Result, findings []v
 		findings[i].Path, findings[i].Detail = secrets.string(findings[i].Path), secrets.string(findings[i].Detail)
 	}
 	files[resultFile] = result.marshal()
-	reason := fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error())
+	var reasons []string
+	if len(findings) > 0 {
+		reasons = append(reasons, fmt.Sprintf("the result broke %d rule(s), first %s", len(findings), findings[0].Error()))
+	}
+	if escapes := x.quarantiningEscapes(); len(escapes) > 0 {
+		reasons = append(reasons, fmt.Sprintf("the agent made %d critical escape attempt(s), first %s", len(escapes), escapes[0].Error()))
+	}
+	reason := strings.Join(reasons, "; ")
 	if agent := x.Lease.Agent.failure(); agent != "" {
 		reason += "; also " + agent
 	}

@@ -193,6 +193,8 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	}
 	logFile.Close()
 	network, files, findings := a.close(proc)
+	escapes, attempts := escapeEvidence(proc, a.redact)
+	findings = append(findings, attempts...)
 	output, outputBytes, err := readHeadTail(logPath)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
@@ -200,7 +202,7 @@ func (x *Execution) agentEnded(ctx context.Context, provider sandbox.Provider, s
 	agent := &AgentRun{Exit: exit, StartedAt: started, EndedAt: x.Repo.Now(), OutputBytes: outputBytes}
 	files[outputFile] = a.redact.bytes(output)
 	ran := func(r *Lease) {
-		r.Agent, r.Network, r.ActivityUnrecorded = agent, network, unrecorded
+		r.Agent, r.Network, r.Escapes, r.ActivityUnrecorded = agent, network, escapes, unrecorded
 		r.addFindings(findings)
 	}
 	if runErr != nil {
@@ -263,11 +265,13 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 	}
 	exit, _ := proc.Wait()
 	network, files, findings := a.close(proc)
+	escapes, attempts := escapeEvidence(proc, a.redact)
+	findings = append(findings, attempts...)
 	if entries, err := scan(ctx, provider.Delta(spec)); err == nil {
 		files[deltaFile] = listDelta(entries)
 	}
 	canceled := func(r *Lease) {
-		r.Reason, r.Network, r.ActivityUnrecorded = reason, network, unrecorded
+		r.Reason, r.Network, r.Escapes, r.ActivityUnrecorded = reason, network, escapes, unrecorded
 		r.addFindings(findings)
 	}
 	if out, n, err := readHeadTail(filepath.Join(x.RunDir(), "agent.log")); err == nil {

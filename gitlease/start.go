@@ -297,8 +297,9 @@ func (x *Execution) spec() sandbox.Spec {
 		ExportBase: func(dir string) error {
 			return x.Repo.ExportTree(plumbing.NewHash(tree), dir)
 		},
-		ReadOnly:     x.Lease.Policy.ReadOnly,
-		SeccompAllow: x.Lease.Policy.Bwrap.SeccompAllow,
+		ReadOnly:               x.Lease.Policy.ReadOnly,
+		SeccompAllow:           x.Lease.Policy.Bwrap.SeccompAllow,
+		RequireEscapeRecording: x.Lease.Policy.Bwrap.RequireRecording,
 		Limits: sandbox.Limits{
 			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
 			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),

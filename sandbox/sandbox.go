@@ -45,6 +45,10 @@ type Spec struct {
 	// sandbox/bwrap/seccomp.go); nil lets none through. Providers without
 	// such a filter ignore it.
 	SeccompAllow []string
+	// RequireEscapeRecording makes a provider that cannot record its
+	// agent's escape attempts (see EscapeRecorder) refuse to start
+	// (ErrUnavailable) instead of running unrecorded.
+	RequireEscapeRecording bool
 }
 
 // Bind puts one host file at Sandbox, inside the sandbox. Providers without
@@ -187,3 +191,32 @@ type BypassCounter interface {
 // ErrUnavailable is returned when a provider cannot be provisioned on this
 // machine. Its message says what is missing and how to fix it.
 var ErrUnavailable = errors.New("sandbox unavailable")
+
+// EscapeAttempt is one distinct thing an agent tried that its sandbox
+// refuses, as the sandbox's kernel saw it, and how often.
+type EscapeAttempt struct {
+	// Rule is what refused or saw it: a seccomp entry ("namespaces",
+	// "mount", ...), or a watch of the sandbox's own.
+	Rule string
+	// Syscall is the call, and Call the call with its decisive arguments
+	// as the agent made it ("unshare(CLONE_NEWUSER)") or the path it named.
+	Syscall, Call string
+	Count         int
+	First, Last   time.Time
+}
+
+// Escapes is what a sandbox recorded of its agent's escape attempts.
+type Escapes struct {
+	// Recording says how the attempts were recorded; empty when they were
+	// not, and Unavailable then says why.
+	Recording, Unavailable string
+	Attempts               []EscapeAttempt
+	// Omitted counts distinct attempts beyond those listed.
+	Omitted int
+}
+
+// EscapeRecorder is implemented by a Process whose sandbox records its
+// agent's escape attempts. Escapes is complete once Wait has returned.
+type EscapeRecorder interface {
+	Escapes() Escapes
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Finding is one reason a result is rejected. Rule is one of the Rule…
@@ -15,6 +16,19 @@ type Finding struct {
 	Path     string `json:"path"`
 	Severity string `json:"severity"`
 	Detail   string `json:"detail"`
+	// Attempt is set on a finding about something the agent tried in its
+	// sandbox (an escape attempt): what and when.
+	Attempt *Attempt `json:"attempt,omitempty"`
+}
+
+// Attempt is what an agent tried, as its sandbox saw it: the sandbox's
+// rule that refused or saw it, the system call, how often and when.
+type Attempt struct {
+	Rule    string    `json:"rule"`
+	Syscall string    `json:"syscall"`
+	Count   int       `json:"count"`
+	First   time.Time `json:"first"`
+	Last    time.Time `json:"last"`
 }
 
 // Severities, from most to least serious. Critical findings are attacks on

@@ -15,15 +15,21 @@ import (
 func findingsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "findings",
-		Usage:     "list security findings: rejected results, refused connections",
+		Usage:     "list security findings: rejected results, refused connections, escape attempts",
 		ArgsUsage: "[ID]",
-		Description: `Findings lists, across leases (or for one), every rule a result broke and every
-refused connection, with its severity and path, from the lease logs. An escape
-attempt is never just a log line.
+		Description: `Findings lists, across leases (or for one), every rule a result broke, every
+refused connection and every escape attempt its sandbox recorded, with its
+severity and path, from the lease logs. An escape attempt is never just a log
+line: its path is the call the agent made (with its decisive arguments) or the
+path it named, and --json adds how often and when.
 
 Example:
-   git lease findings --json`,
-		Flags: []cli.Flag{jsonFlag},
+   git lease findings --rule escape-attempt --severity critical --json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "rule", Usage: "only findings of this rule (escape-attempt, network-refused, path-dotdot, …)"},
+			&cli.StringFlag{Name: "severity", Usage: "only findings of this severity (critical, high, medium)"},
+			jsonFlag,
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return usagef("findings takes at most one lease ID")
@@ -40,9 +46,15 @@ Example:
 				}
 				only = append(only, id)
 			}
-			list, err := gitlease.Findings(repo, only...)
+			all, err := gitlease.Findings(repo, only...)
 			if err != nil {
 				return err
+			}
+			list := []gitlease.LeaseFinding{}
+			for _, f := range all {
+				if (c.String("rule") == "" || f.Rule == c.String("rule")) && (c.String("severity") == "" || f.Severity == c.String("severity")) {
+					list = append(list, f)
+				}
 			}
 			if c.Bool("json") {
 				return printJSON(os.Stdout, list)

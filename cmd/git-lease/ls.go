@@ -72,6 +72,9 @@ func runLs(mission, remote string, asJSON bool) error {
 		if l.Result != nil && l.State != gitlease.Failed {
 			summary = l.Result.Summary + checksNote(l.Result.Checks)
 		}
+		if n := l.EscapeAttempts(); n > 0 {
+			summary += fmt.Sprintf(" (ESCAPE ATTEMPTS: %d)", n)
+		}
 		if l.Cleanup != nil && l.Cleanup.State == gitlease.CleanupFailed {
 			summary += " (cleanup FAILED)"
 		}

@@ -122,6 +122,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	if l.Enforcement != "" {
 		fmt.Fprintf(w, "bounds:   %s\n", l.Enforcement)
 	}
+	if e := l.Escapes; e != nil {
+		fmt.Fprintf(w, "escapes:  %s\n", escape.Line(escapesLine(l)))
+	}
 	if c := l.Cleanup; c != nil && c.State != gitlease.CleanupConfirmed {
 		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
 		for _, item := range c.Receipt {
@@ -143,6 +146,26 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 			fmt.Fprintf(w, "artifact: %s (%d bytes, sha256:%s)\n", escape.Line(a.Path), a.Size, a.SHA256)
 		}
 	}
+}
+
+// escapesLine says what the sandbox recorded of the agent's escape
+// attempts, and how.
+func escapesLine(l *gitlease.Lease) string {
+	e := l.Escapes
+	if e.Recording == "" {
+		return "not recorded: " + e.Unavailable
+	}
+	if e.Attempts == 0 {
+		return "none (recorded by " + e.Recording + ")"
+	}
+	critical := 0
+	for _, f := range l.Findings {
+		if f.Rule == gitlease.RuleEscapeAttempt && f.Severity == "critical" {
+			critical++
+		}
+	}
+	return fmt.Sprintf("%d distinct attempt(s), %d critical (recorded by %s; git lease findings --rule %s %s)",
+		e.Attempts+e.Omitted, critical, e.Recording, gitlease.RuleEscapeAttempt, l.ID.Short())
 }
 
 // networkLine is the lease's allowlist and what its network did.

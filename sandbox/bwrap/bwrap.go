@@ -172,12 +172,14 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, err
 		}
 	}
-	filter, err := seccompFilter(spec.SeccompAllow)
+	filter, err := seccompFilter(spec.SeccompAllow, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
+	notify, _ := seccompFilter(spec.SeccompAllow, true) // the same program but for its answers
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
+		Seccomp: filter, Notify: notify,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
@@ -276,17 +278,25 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 	}
-	if err := waitReady(ctx, readyR, proc); err != nil {
+	rec, err := receiveListener(mountsHost)
+	if err == nil && rec.unavailable != "" && spec.RequireEscapeRecording {
+		err = fmt.Errorf("%w: policy sets bwrap.require_recording, and the sandbox cannot record escape attempts here: %s", sandbox.ErrUnavailable, rec.unavailable)
+	}
+	if err == nil {
+		err = waitReady(ctx, readyR, proc)
+	}
+	if err != nil {
 		proc.Kill()
 		goW.Close()
 		proc.Wait()
 		return nil, err
 	}
+	rec.enforce.Store(true) // from here on, only the agent makes refused calls
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
 	lim.openScratch(c.Process.Pid)
 	shared.open(c.Process.Pid)
-	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first)}, nil
+	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), recorder: rec}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -12,22 +12,31 @@ import (
 )
 
 // process is a launched sandbox that also counts what its network stack
-// refused to send (sandbox.BypassCounter).
+// refused to send (sandbox.BypassCounter) and records its agent's escape
+// attempts (sandbox.EscapeRecorder).
 type process struct {
 	*sandbox.Proc
 	*sharedFiles
 	counters *netCounters
+	recorder *recorder
 	once     sync.Once
 	bypass   sandbox.Bypass
+	escapes  sandbox.Escapes
 }
 
 // Wait waits for the sandbox, then takes the last count of its network
-// stack.
+// stack and the record of its escape attempts.
 func (p *process) Wait() (sandbox.Exit, error) {
 	exit, err := p.Proc.Wait()
-	p.once.Do(func() { p.bypass = p.counters.finish() })
+	p.once.Do(func() {
+		p.bypass = p.counters.finish()
+		p.escapes = p.recorder.finish()
+	})
 	return exit, err
 }
+
+// Escapes is what the agent tried that the sandbox refused.
+func (p *process) Escapes() sandbox.Escapes { return p.escapes }
 
 // Bypass is what the sandbox's network stack refused while the agent ran.
 func (p *process) Bypass() sandbox.Bypass { return p.bypass }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -21,7 +22,8 @@ const InitArg = "__sandbox-init"
 
 // The init's descriptors, as the host hands them over: the spec, the
 // gate's ready and go pipes (which cross into the sandbox, to its PID 1),
-// and the socket on which the host sends the stages' mounts (root only).
+// and the socket on which the host sends the stages' mounts (root only)
+// and the init returns its seccomp filter's listener.
 const (
 	fdSpec   = 3
 	fdReady  = 4
@@ -40,7 +42,8 @@ type initSpec struct {
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent
-	Seccomp []byte   // the filter bwrap installs before it runs Command
+	Seccomp []byte   // the filter bwrap installs when the init cannot install Notify
+	Notify  []byte   // the filter the init installs with a listener for the host
 	Rlimits []rlimit
 }
 
@@ -60,6 +63,7 @@ func Init() {
 }
 
 func initSandbox() error {
+	runtime.LockOSThread() // the seccomp filter is the thread's that execs bwrap
 	f := os.NewFile(fdSpec, "spec")
 	var spec initSpec
 	if err := json.NewDecoder(f).Decode(&spec); err != nil {
@@ -73,7 +77,6 @@ func initSandbox() error {
 			return err
 		}
 	}
-	unix.Close(fdMounts)
 	unix.Close(fdSelf)
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
@@ -94,12 +97,21 @@ func initSandbox() error {
 	if err != nil {
 		return err
 	}
-	seccompFD, err := pipeWith(spec.Seccomp)
-	if err != nil {
-		return err
+	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD)}
+	keep := []int{fdReady, fdGo, argsFD}
+	listener, notifyErr := installRecorded(spec.Notify)
+	if err := sendListener(fdMounts, listener, notifyErr); err != nil {
+		return fmt.Errorf("hand over the seccomp listener: %w", err)
 	}
-	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD), "--seccomp", fmt.Sprint(seccompFD)}
-	keep := []int{fdReady, fdGo, argsFD, seccompFD}
+	unix.Close(fdMounts)
+	if notifyErr != nil {
+		seccompFD, err := pipeWith(spec.Seccomp)
+		if err != nil {
+			return err
+		}
+		bwrapArgs = append(bwrapArgs, "--seccomp", fmt.Sprint(seccompFD))
+		keep = append(keep, seccompFD)
+	}
 	// Only the gate's pipes and bwrap's own inputs cross into bwrap: a
 	// descriptor the host inherited without close-on-exec would otherwise
 	// reach the agent (a directory descriptor opens the host's files).

@@ -57,7 +57,7 @@ var seccompEntries = []seccompEntry{
 	// with CLONE_NEWUSER, and clone3 with ENOSYS.
 	{"namespaces", append(refuse(unix.SYS_UNSHARE, unix.SYS_SETNS),
 		seccompRule{nr: unix.SYS_CLONE, errno: unix.EPERM, check: anyBit(0, cloneNewFlags)},
-		seccompRule{nr: unix.SYS_CLONE3, errno: unix.ENOSYS})},
+		seccompRule{nr: unix.SYS_CLONE3, errno: unix.ENOSYS, probed: true})},
 	// Programs for the in-kernel verifier and JIT, a steady source of
 	// escalations. Docker refuses it; Flatpak leaves it to the sysctl that
 	// most distributions set (kernel.unprivileged_bpf_disabled).
@@ -137,10 +137,14 @@ type seccompEntry struct {
 
 // seccompRule refuses one system call with errno: every call, or only
 // those whose argument matches check. A system call has at most one rule.
+// A probed call is one that libc makes routinely to learn whether the
+// kernel has it (glibc's clone3 before every thread and fork): refusing it
+// is no attempt of the agent's, so it is never recorded.
 type seccompRule struct {
-	nr    uint32
-	errno unix.Errno
-	check *argCheck
+	nr     uint32
+	errno  unix.Errno
+	check  *argCheck
+	probed bool
 }
 
 // argCheck matches the low 32 bits of argument arg (every argument it
@@ -198,10 +202,13 @@ func CheckSeccompAllow(allow []string) error {
 
 // seccompFilter returns the classic BPF program (struct sock_filter array,
 // little-endian bytes as bwrap reads them from its --seccomp fd) that
-// refuses every entry of seccompEntries except those named in allow. It
-// fails on an unknown name, on an architecture it has no numbers for, and
-// on a program that classic BPF cannot hold.
-func seccompFilter(allow []string) ([]byte, error) {
+// refuses every entry of seccompEntries except those named in allow. With
+// notify, a refused call that is not probed goes to the filter's listener
+// (SECCOMP_RET_USER_NOTIF), whose holder records it and answers the rule's
+// errno (see recorder); without, the kernel answers it. It fails on an
+// unknown name, on an architecture it has no numbers for, and on a program
+// that classic BPF cannot hold.
+func seccompFilter(allow []string, notify bool) ([]byte, error) {
 	if err := CheckSeccompAllow(allow); err != nil {
 		return nil, err
 	}
@@ -229,7 +236,7 @@ func seccompFilter(allow []string) ([]byte, error) {
 			continue
 		}
 		for _, r := range e.rules {
-			p.rule(r)
+			p.rule(r, notify && !r.probed)
 		}
 	}
 	p.ret(unix.SECCOMP_RET_ALLOW)
@@ -274,9 +281,13 @@ func (p *program) jump(op uint16, k uint32, jt, jf int) {
 // rule adds one block that leaves the syscall number in A for the next
 // block when the number differs, and returns otherwise. A refusal of every
 // call is two instructions; an argument check loads the argument, tests it
-// and returns, so no jump spans more than its own block.
-func (p *program) rule(r seccompRule) {
+// and returns, so no jump spans more than its own block. A notified
+// refusal goes to the listener instead of returning the errno.
+func (p *program) rule(r seccompRule, notify bool) {
 	refused := unix.SECCOMP_RET_ERRNO | uint32(r.errno)
+	if notify {
+		refused = unix.SECCOMP_RET_USER_NOTIF
+	}
 	c := r.check
 	if c == nil {
 		p.jump(unix.BPF_JEQ, r.nr, 0, 1)

@@ -41,7 +41,7 @@ func probe(mode string) {
 		if filter && names != "" {
 			allow = strings.Split(names, ",")
 		}
-		prog, err := seccompFilter(allow)
+		prog, err := seccompFilter(allow, false)
 		if err == nil {
 			err = installFilter(prog)
 		}
