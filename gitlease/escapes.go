@@ -29,9 +29,9 @@ type EscapeRecord struct {
 // escapeSeverity rates the attempts of each rule of the sandbox. Critical
 // ones reach for the kernel's or the host's control (a namespace, a mount,
 // kernel code, another terminal's input) and quarantine the result unless
-// policy tolerates them ([bwrap] tolerate_escapes); high ones read what
-// the host keeps from the sandbox; medium ones are what ordinary tools
-// probe for and do without (io_uring, perf counters, the clock).
+// policy tolerates them ([bwrap] tolerate_escapes); high ones look for
+// what the host keeps from the sandbox; medium ones are what ordinary
+// tools probe for and do without (io_uring, perf counters, the clock).
 var escapeSeverity = map[string]string{
 	"keyring": verify.SeverityCritical, "mount": verify.SeverityCritical, "namespaces": verify.SeverityCritical,
 	"bpf": verify.SeverityCritical, "modules": verify.SeverityCritical, "kexec": verify.SeverityCritical,
@@ -41,6 +41,9 @@ var escapeSeverity = map[string]string{
 	"obsolete": verify.SeverityHigh,
 	"perf":     verify.SeverityMedium, "io_uring": verify.SeverityMedium, "clock": verify.SeverityMedium,
 	"personality": verify.SeverityMedium,
+	// Decoys at the home's credential paths: the agent looked for the
+	// host's secrets, which the sandbox keeps out of its reach.
+	"secrets": verify.SeverityHigh,
 }
 
 // escapeEvidence is the record of proc's escape attempts and their
@@ -61,7 +64,7 @@ func escapeEvidence(proc sandbox.Process, r redactor) (*EscapeRecord, []verify.F
 		}
 		findings = append(findings, verify.Finding{
 			Rule: RuleEscapeAttempt, Path: r.string(a.Call), Severity: severity,
-			Detail:  fmt.Sprintf("%s: %s refused, %d time(s)", a.Rule, a.Syscall, a.Count),
+			Detail:  fmt.Sprintf("%s: %s, %d time(s)", a.Rule, a.Syscall, a.Count),
 			Attempt: &verify.Attempt{Rule: a.Rule, Syscall: a.Syscall, Count: a.Count, First: a.First, Last: a.Last},
 		})
 	}

@@ -129,3 +129,40 @@ GOTOOLCHAIN=local GOFLAGS= /usr/local/go/bin/go build -o /tmp/m2 . && /tmp/m2
 		t.Errorf("lease %s (%s), want review", x.Lease.State, x.Lease.Reason)
 	}
 }
+
+// The host's secrets are not in the sandbox; reaching for them where they
+// usually are (the home's credential files) is recorded, once per path and
+// what was done, and listing them is not.
+func TestSandboxEscapeSecretsAreWatched(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	script := `ls -la ~ ~/.ssh >/dev/null; find ~ >/dev/null; stat ~/.aws/credentials >/dev/null
+cat ~/.ssh/id_rsa >/dev/null; cat ~/.ssh/id_rsa >/dev/null; cat ~/.aws/credentials >/dev/null
+rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen; echo DONE
+`
+	x, out := runAgent(t, repo, script)
+	if !strings.Contains(out, "DONE") {
+		t.Fatalf("the script did not run:\n%s", out)
+	}
+	want := map[string]struct {
+		syscall string
+		count   int
+	}{
+		"/home/agent/.ssh/id_rsa":      {"open", 2},
+		"/home/agent/.aws/credentials": {"open", 1},
+		"/home/agent/.netrc":           {"unlink", 1},
+		"/home/agent/.kube/config":     {"rename", 1},
+	}
+	got := escapeFindings(t, x)
+	for path, w := range want {
+		f, ok := got[path]
+		if !ok || f.Attempt == nil || f.Attempt.Rule != "secrets" || f.Attempt.Syscall != w.syscall || f.Attempt.Count != w.count || f.Severity != verify.SeverityHigh {
+			t.Errorf("%s: %+v %+v, want secrets %s %d time(s), high", path, f, f.Attempt, w.syscall, w.count)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d attempts recorded, want %d: %v", len(got), len(want), got)
+	}
+	if x.Lease.State != Review {
+		t.Errorf("lease %s (%s): reaching for secrets alone does not quarantine", x.Lease.State, x.Lease.Reason)
+	}
+}

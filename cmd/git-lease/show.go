@@ -155,6 +155,9 @@ func escapesLine(l *gitlease.Lease) string {
 	if e.Recording == "" {
 		return "not recorded: " + e.Unavailable
 	}
+	if e.Unavailable != "" {
+		e.Recording += "; refused calls not recorded: " + e.Unavailable
+	}
 	if e.Attempts == 0 {
 		return "none (recorded by " + e.Recording + ")"
 	}

@@ -295,6 +295,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
 	lim.openScratch(c.Process.Pid)
+	rec.decoys = watchDecoys(c.Process.Pid, rec)
 	shared.open(c.Process.Pid)
 	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), recorder: rec}, nil
 }

@@ -31,9 +31,6 @@ import (
 // ready, before which only bwrap and the gate have run. From then on every
 // refused call is the agent's.
 
-// escapeRecording is what the record says of how attempts are recorded.
-const escapeRecording = "seccomp user notification"
-
 // maxEscapeAttempts bounds the distinct attempts kept; the rest are counted.
 const maxEscapeAttempts = 64
 
@@ -56,13 +53,15 @@ type seccompNotifResp struct {
 	flags uint32
 }
 
-// recorder serves a filter's listener while the sandbox runs. Without a
-// listener it records nothing, and unavailable says why.
+// recorder serves a filter's listener while the sandbox runs, and records
+// what the decoys' watch sees. Without a listener it records no refused
+// call, and unavailable says why.
 type recorder struct {
 	listener    int
 	unavailable string
 	enforce     atomic.Bool // the gate reported ready: refuse and record
 	done        chan struct{}
+	decoys      *decoyWatch
 
 	mu       sync.Mutex
 	attempts []sandbox.EscapeAttempt
@@ -132,7 +131,7 @@ func (r *recorder) record(rule, syscall, call string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.attempts {
-		if a := &r.attempts[i]; a.Rule == rule && a.Call == call {
+		if a := &r.attempts[i]; a.Rule == rule && a.Syscall == syscall && a.Call == call {
 			a.Count++
 			a.Last = now
 			return
@@ -153,12 +152,20 @@ func (r *recorder) finish() sandbox.Escapes {
 	case <-r.done:
 	case <-time.After(5 * time.Second):
 	}
-	if r.unavailable != "" {
-		return sandbox.Escapes{Unavailable: r.unavailable}
+	r.decoys.finish()
+	e := sandbox.Escapes{Unavailable: r.unavailable}
+	var how []string
+	if r.unavailable == "" {
+		how = append(how, "seccomp user notification")
 	}
+	if r.decoys != nil {
+		how = append(how, "inotify on decoy credentials")
+	}
+	e.Recording = strings.Join(how, ", ")
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return sandbox.Escapes{Recording: escapeRecording, Attempts: append([]sandbox.EscapeAttempt(nil), r.attempts...), Omitted: r.omitted}
+	e.Attempts, e.Omitted = append([]sandbox.EscapeAttempt(nil), r.attempts...), r.omitted
+	return e
 }
 
 // refusal finds the rule that refuses call nr with args, as the filter

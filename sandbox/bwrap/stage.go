@@ -120,6 +120,9 @@ func stageAll(spec initSpec, fds []int) error {
 			return err
 		}
 	}
+	if err := writeDecoys(filepath.Join(scratch, "home")); err != nil {
+		return err
+	}
 	if err := writeFiles(spec.Files); err != nil {
 		return err
 	}
