@@ -44,6 +44,9 @@ var escapeSeverity = map[string]string{
 	// Decoys at the home's credential paths: the agent looked for the
 	// host's secrets, which the sandbox keeps out of its reach.
 	"secrets": verify.SeverityHigh,
+	// Writes outside the agent's places, which the kernel refuses: tools
+	// that install into /usr do it too.
+	"write-outside": verify.SeverityMedium,
 }
 
 // escapeEvidence is the record of proc's escape attempts and their

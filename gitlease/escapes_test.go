@@ -166,3 +166,37 @@ rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen; echo DONE
 		t.Errorf("lease %s (%s): reaching for secrets alone does not quarantine", x.Lease.State, x.Lease.Reason)
 	}
 }
+
+// Writing outside the agent's places is refused by the kernel and recorded
+// with the path as the agent gave it, made absolute; writing its own
+// places (and /dev/null) is not recorded.
+func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	script := attempt("create", "echo x > /etc/planted") + attempt("create-again", "echo x > /etc/planted") +
+		attempt("relative", "cd /etc && echo x > ../opt/planted") +
+		attempt("mkdir", "mkdir /usr/planted") + attempt("unlink", "rm -f /etc/hostname") +
+		attempt("chmod", "chmod 777 /etc/hosts") + attempt("symlink", "ln -s /work/a /etc/link") +
+		attempt("rename", "mv /etc/hosts /etc/hosts2") +
+		"echo ok > /work/a && echo ok > /tmp/t && echo ok > ~/h && echo ok > /dev/shm/s && echo ok > /dev/null && mkdir -p ~/d /tmp/d && rm /tmp/t && echo OWN-OK\n"
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "create", "create-again", "relative", "mkdir", "unlink", "chmod", "symlink", "rename")
+	if !strings.Contains(out, "OWN-OK") {
+		t.Fatalf("writing the agent's own places failed:\n%s", out)
+	}
+	want := map[string]int{"/etc/planted": 2, "/opt/planted": 1, "/usr/planted": 1, "/etc/hostname": 1,
+		"/etc/hosts": 2, "/etc/link": 1, "/etc/hosts2": 1}
+	got := map[string]int{}
+	for _, f := range x.Lease.Findings {
+		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
+			got[f.Path] += f.Attempt.Count
+		}
+	}
+	for p, n := range want {
+		if got[p] != n {
+			t.Errorf("%s: %d attempt(s) recorded, want %d; findings %+v", p, got[p], n, x.Lease.Findings)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}

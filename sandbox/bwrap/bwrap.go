@@ -291,6 +291,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		proc.Wait()
 		return nil, err
 	}
+	rec.shared = view.shared
 	rec.enforce.Store(true) // from here on, only the agent makes refused calls
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)

@@ -62,6 +62,7 @@ type recorder struct {
 	enforce     atomic.Bool // the gate reported ready: refuse and record
 	done        chan struct{}
 	decoys      *decoyWatch
+	shared      map[string]string // the lease's writable files, by sandbox path
 
 	mu       sync.Mutex
 	attempts []sandbox.EscapeAttempt
@@ -94,11 +95,16 @@ func (r *recorder) serve() {
 			}
 			return
 		}
-		resp := seccompNotifResp{id: n.id}
-		if r.enforce.Load() {
-			resp.error = -int32(r.refuse(uint32(n.nr), n.args))
-		} else {
-			resp.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		resp := seccompNotifResp{id: n.id, flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+		if w, watched := findWatched(uint32(n.nr)); watched && r.enforce.Load() {
+			paths := writtenPaths(n.pid, w, n.args)
+			for _, p := range paths {
+				if outside(p, r.shared) && !(w.mkdir && exists(n.pid, p)) && notificationValid(r.listener, n.id) {
+					r.record("write-outside", w.name, p)
+				}
+			}
+		} else if r.enforce.Load() {
+			resp.error, resp.flags = -int32(r.refuse(uint32(n.nr), n.args)), 0
 		}
 		// ENOENT: the caller died or was interrupted; nothing to answer.
 		ioctl(r.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))

@@ -205,7 +205,8 @@ func CheckSeccompAllow(allow []string) error {
 // refuses every entry of seccompEntries except those named in allow. With
 // notify, a refused call that is not probed goes to the filter's listener
 // (SECCOMP_RET_USER_NOTIF), whose holder records it and answers the rule's
-// errno (see recorder); without, the kernel answers it. It fails on an
+// errno (see recorder), and so do the write-class calls (see
+// watchedCalls); without, the kernel answers it. It fails on an
 // unknown name, on an architecture it has no numbers for, and on a program
 // that classic BPF cannot hold.
 func seccompFilter(allow []string, notify bool) ([]byte, error) {
@@ -237,6 +238,11 @@ func seccompFilter(allow []string, notify bool) ([]byte, error) {
 		}
 		for _, r := range e.rules {
 			p.rule(r, notify && !r.probed)
+		}
+	}
+	if notify {
+		for _, w := range watchedCalls {
+			p.rule(seccompRule{nr: w.nr, check: w.check}, true)
 		}
 	}
 	p.ret(unix.SECCOMP_RET_ALLOW)

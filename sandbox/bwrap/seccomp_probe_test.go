@@ -25,6 +25,9 @@ const probeEnv = "GIT_LEASE_SECCOMP_PROBE"
 // TestMain lets this test binary serve as the probe of the seccomp tests.
 func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(probeEnv); ok {
+		if script, ok := strings.CutPrefix(mode, "workload:"); ok {
+			workload(script)
+		}
 		probe(mode)
 	}
 	os.Exit(m.Run())
