@@ -1,10 +1,14 @@
 package gitlease
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -167,24 +171,26 @@ rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen; echo DONE
 	}
 }
 
-// Writing outside the agent's places is refused by the kernel and recorded
-// with the path as the agent gave it, made absolute; writing its own
-// places (and /dev/null) is not recorded.
+// Changing the file tree outside the agent's places is refused by the
+// kernel and recorded with the path as the agent gave it, made absolute;
+// changing its own places is not recorded, nor is mkdir -p's making of
+// directories that exist.
 func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
-	script := attempt("create", "echo x > /etc/planted") + attempt("create-again", "echo x > /etc/planted") +
-		attempt("relative", "cd /etc && echo x > ../opt/planted") +
-		attempt("mkdir", "mkdir /usr/planted") + attempt("unlink", "rm -f /etc/hostname") +
-		attempt("chmod", "chmod 777 /etc/hosts") + attempt("symlink", "ln -s /work/a /etc/link") +
+	script := attempt("mkdir", "mkdir /etc/planted") + attempt("mkdir-again", "mkdir /etc/planted") +
+		attempt("relative", "cd /etc && mkdir ../opt/planted") + attempt("mkfifo", "mkfifo /usr/fifo") +
+		attempt("unlink", "rm -f /etc/hostname") + attempt("chmod", "chmod 777 /etc/hosts") +
+		attempt("link", "ln /etc/hosts /etc/hardlink") + attempt("symlink", "ln -s /work/a /etc/link") +
 		attempt("rename", "mv /etc/hosts /etc/hosts2") +
-		"echo ok > /work/a && echo ok > /tmp/t && echo ok > ~/h && echo ok > /dev/shm/s && echo ok > /dev/null && mkdir -p ~/d /tmp/d && rm /tmp/t && echo OWN-OK\n"
+		"echo ok > /work/a && echo ok > /tmp/t && echo ok > ~/h && echo ok > /dev/shm/s && echo ok > /dev/null && " +
+		"mkdir -p ~/d /tmp/d /work/d/e && ln -s a /work/l && mv /work/l /work/m && chmod 600 /work/m && rm /tmp/t && echo OWN-OK\n"
 	x, out := runAgent(t, repo, script)
-	requireBlocked(t, out, "create", "create-again", "relative", "mkdir", "unlink", "chmod", "symlink", "rename")
+	requireBlocked(t, out, "mkdir", "mkdir-again", "relative", "mkfifo", "unlink", "chmod", "link", "symlink", "rename")
 	if !strings.Contains(out, "OWN-OK") {
 		t.Fatalf("writing the agent's own places failed:\n%s", out)
 	}
-	want := map[string]int{"/etc/planted": 2, "/opt/planted": 1, "/usr/planted": 1, "/etc/hostname": 1,
-		"/etc/hosts": 2, "/etc/link": 1, "/etc/hosts2": 1}
+	want := map[string]int{"/etc/planted": 2, "/opt/planted": 1, "/usr/fifo": 1, "/etc/hostname": 1,
+		"/etc/hosts": 2, "/etc/hardlink": 1, "/etc/link": 1, "/etc/hosts2": 1}
 	got := map[string]int{}
 	for _, f := range x.Lease.Findings {
 		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
@@ -198,5 +204,68 @@ func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// outerListenerEnv makes this test binary run under a seccomp filter with
+// a listener of its own (see holdOuterListener), as under an outer sandbox
+// that records what it refuses.
+const outerListenerEnv = "GIT_LEASE_TEST_OUTER_LISTENER"
+
+// holdOuterListener installs, on every thread, a filter that notifies acct
+// (which nothing here calls) and keeps its listener open: the kernel then
+// gives no process below a listener of its own.
+func holdOuterListener() {
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_ACCT},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_USER_NOTIF},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	if err == nil {
+		flags := unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH | unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, uintptr(flags), uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+			err = errno
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "outer listener:", err)
+		os.Exit(2)
+	}
+}
+
+// Where the kernel gives the sandbox no listener, refused calls are still
+// refused, the lease says they went unrecorded, and trusted policy may
+// refuse such a start instead.
+func TestSandboxEscapeRecordingUnavailable(t *testing.T) {
+	if os.Getenv(outerListenerEnv) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSandboxEscapeRecordingUnavailable$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), outerListenerEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestSandboxEscapeRecordingUnavailable") {
+			t.Fatalf("under an outer listener: %v\n%s", err, out)
+		}
+		return
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	x, out := runAgent(t, repo, attempt("unshare", "unshare -r true")+"cat ~/.ssh/id_rsa >/dev/null\n")
+	requireBlocked(t, out, "unshare")
+	e := x.Lease.Escapes
+	if e == nil || !strings.Contains(e.Unavailable, "EBUSY") && !strings.Contains(e.Unavailable, "busy") {
+		t.Fatalf("escape record %+v, want refused calls unrecorded for the listener the kernel refused", e)
+	}
+	if got := escapeFindings(t, x); len(got) != 1 || got["/home/agent/.ssh/id_rsa"].Attempt == nil {
+		t.Errorf("findings %v, want the decoy's open alone", got)
+	}
+
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, "[bwrap]\nrequire_recording = true\n")
+	x, err := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"true"}, Output: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "require_recording") {
+		t.Fatalf("start with require_recording: %v, want it refused", err)
+	}
+	if x != nil && x.Lease.State != Failed {
+		t.Errorf("lease %s, want failed", x.Lease.State)
 	}
 }

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == bwrap.ForwardArg {
 		bwrap.RunForwarder(os.Args[2:])
 	}
+	if os.Getenv(outerListenerEnv) == "1" {
+		holdOuterListener()
+	}
 	os.Exit(m.Run())
 }
 

@@ -113,8 +113,13 @@ func BenchmarkEscapeRecording(b *testing.B) {
 	must(os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module m\n\ngo 1.21\n"), 0o644))
 	env := []string{"GOCACHE=" + filepath.Join(dir, "cache"), "GOTOOLCHAIN=local", "GOFLAGS=", "HOME=" + dir, "GOPATH=" + filepath.Join(dir, "gopath"),
 		"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin"}
+	// Each run compiles a package of its own: one the other run compiled
+	// already would come from the cache.
 	script := func(i int, recorded bool) string {
-		out := filepath.Join(dir, fmt.Sprintf("run%d-%v", i, recorded))
+		if recorded {
+			i = -i - 2
+		}
+		out := filepath.Join(dir, fmt.Sprintf("run%d", i))
 		return fmt.Sprintf(`mkdir %s && cd %s && i=0; while [ $i -lt 10000 ]; do echo $i > f$i; i=$((i+1)); done
 printf 'package main\n\nimport "fmt"\n\nconst n = %d\n\nfunc main() { fmt.Println(n) }\n' > %s/main.go && cd %s && go build -o %s/m .`, out, out, i, mod, mod, dir)
 	}

@@ -16,8 +16,6 @@ var archSyscallNames = map[uint32]string{
 // archWatchedCalls are x86-64's older write-class calls, without a
 // directory descriptor.
 var archWatchedCalls = []watchedCall{
-	{unix.SYS_OPEN, "open", []pathArg{{-1, 0}}, anyBit(1, openWriteFlags), false},
-	{unix.SYS_CREAT, "creat", []pathArg{{-1, 0}}, nil, false},
 	{unix.SYS_MKDIR, "mkdir", []pathArg{{-1, 0}}, nil, true},
 	{unix.SYS_MKNOD, "mknod", []pathArg{{-1, 0}}, nil, false},
 	{unix.SYS_UNLINK, "unlink", []pathArg{{-1, 0}}, nil, false},
