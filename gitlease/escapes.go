@@ -1,8 +1,10 @@
 package gitlease
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/verify"
@@ -71,6 +73,12 @@ func escapeEvidence(proc sandbox.Process, r redactor) (*EscapeRecord, []verify.F
 			Attempt: &verify.Attempt{Rule: a.Rule, Syscall: a.Syscall, Count: a.Count, First: a.First, Last: a.Last},
 		})
 	}
+	// The most severe first; the refused calls and the decoys are seen by
+	// two watchers, so the order they were seen in is not the order made.
+	rank := map[string]int{verify.SeverityCritical: 0, verify.SeverityHigh: 1, verify.SeverityMedium: 2}
+	slices.SortStableFunc(findings, func(a, b verify.Finding) int {
+		return cmp.Or(cmp.Compare(rank[a.Severity], rank[b.Severity]), strings.Compare(a.Attempt.Rule, b.Attempt.Rule), strings.Compare(a.Path, b.Path))
+	})
 	if e.Omitted > 0 {
 		findings = append(findings, verify.Finding{Rule: RuleEscapeAttempt, Path: "…", Severity: verify.SeverityHigh,
 			Detail: fmt.Sprintf("%d more distinct attempts, not recorded one by one", e.Omitted)})

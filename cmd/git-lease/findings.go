@@ -26,7 +26,7 @@ path it named, and --json adds how often and when.
 Example:
    git lease findings --rule escape-attempt --severity critical --json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "rule", Usage: "only findings of this rule (escape-attempt, network-refused, path-dotdot, …)"},
+			&cli.StringFlag{Name: "rule", Usage: "only findings of this rule (escape-attempt, network-refused, path-dotdot, …), or escape attempts of this sandbox rule (namespaces, secrets, write-outside, …)"},
 			&cli.StringFlag{Name: "severity", Usage: "only findings of this severity (critical, high, medium)"},
 			jsonFlag,
 		},
@@ -52,7 +52,9 @@ Example:
 			}
 			list := []gitlease.LeaseFinding{}
 			for _, f := range all {
-				if (c.String("rule") == "" || f.Rule == c.String("rule")) && (c.String("severity") == "" || f.Severity == c.String("severity")) {
+				rule := c.String("rule")
+				ruled := rule == "" || f.Rule == rule || f.Attempt != nil && f.Attempt.Rule == rule
+				if ruled && (c.String("severity") == "" || f.Severity == c.String("severity")) {
 					list = append(list, f)
 				}
 			}
