@@ -20,6 +20,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 		{ $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
 fi
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
+go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
 go test -count=1 -timeout 15m ./...
 # Every fuzz target, briefly. The budget is a count of inputs, not a time:
