@@ -29,6 +29,9 @@ type stage struct {
 	Name string
 	Host string
 	Dir  bool
+	// mount, when set, makes the stage's mount (root only) in place of a
+	// detached copy of Host's.
+	mount func() (int, error)
 }
 
 // The names of the overlay's stages: the exported base (the lower layer)
@@ -73,6 +76,15 @@ type sandboxView struct {
 }
 
 func (v *sandboxView) add(args ...string) { v.options = append(v.options, args...) }
+
+// stageMount has the stage name made by mount (see stage.mount).
+func (v *sandboxView) stageMount(name string, mount func() (int, error)) {
+	for i := range v.stages {
+		if v.stages[i].Name == name {
+			v.stages[i].Host, v.stages[i].mount = "", mount
+		}
+	}
+}
 
 // stageBind stages host (a file or directory) and binds it at dest.
 func (v *sandboxView) stageBind(host, dest string, writable bool) {

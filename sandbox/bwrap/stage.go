@@ -23,10 +23,16 @@ func detach(stages []stage, pid int) ([]int, error) {
 	defer unix.Close(ns)
 	var fds []int
 	for _, s := range stages {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, s.Host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		var fd int
+		var err error
+		if s.mount != nil {
+			fd, err = s.mount()
+		} else {
+			fd, err = unix.OpenTree(unix.AT_FDCWD, s.Host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		}
 		if err != nil {
 			closeAll(fds)
-			return nil, fmt.Errorf("detach a copy of %s: %w", s.Host, err)
+			return nil, fmt.Errorf("detach a copy of %s: %w", s.Name, err)
 		}
 		fds = append(fds, fd)
 		if s.Name != stageLower {
