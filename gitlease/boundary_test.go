@@ -53,7 +53,7 @@ func TestSandboxCannotActAsHostRoot(t *testing.T) {
 		t.Fatalf("the agent should be \"agent\" and read what policy shares:\n%s", out)
 	}
 	var st unix.Stat_t
-	must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "made-here.txt"), &st))
+	must(t, unix.Lstat(filepath.Join(upperDir(t, x), "made-here.txt"), &st))
 	if os.Getuid() == 0 && (st.Uid < bwrap.LeaseUIDBase || st.Uid >= bwrap.LeaseUIDBase+bwrap.LeaseUIDCount || st.Gid != st.Uid) {
 		t.Fatalf("as root, the agent's file is owned by %d:%d, want the lease's own uid from %d", st.Uid, st.Gid, bwrap.LeaseUIDBase)
 	}
@@ -71,7 +71,7 @@ func TestSandboxLeasesAsRootHaveUIDsOfTheirOwn(t *testing.T) {
 	owner := func() uint32 {
 		x, _ := runAgent(t, repo, "echo x > /work/f")
 		var st unix.Stat_t
-		must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "f"), &st))
+		must(t, unix.Lstat(filepath.Join(upperDir(t, x), "f"), &st))
 		return st.Uid
 	}
 	if a, b := owner(), owner(); a == b {
