@@ -81,7 +81,7 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 		return err
 	}
 	if spec.Limits.DiskBytes > 0 && kernelDiskMissing() == "" {
-		return makeImage(spec, uid, gid)
+		return makeImage(spec)
 	}
 	for _, dir := range []string{d.upper, d.work} {
 		// The upper directory's mode becomes the mode of the agent's /work.
@@ -182,6 +182,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	if d.disk >= 0 {
+		if err := ownImage(d.disk, uid, gid); err != nil {
+			return nil, err
+		}
 		// The sandbox gets a mount of the image of its own, not a clone
 		// of this process's (a detached mount can be cloned only from
 		// Linux 6.15).
