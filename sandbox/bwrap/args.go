@@ -40,8 +40,9 @@ type stage struct {
 const (
 	stageLower   = "lower"
 	stageLease   = "lease"
-	stageMerged  = "merged"  // the overlay's mount point, made by the init
-	stageScratch = "scratch" // the tmpfs behind /tmp, the home and /dev/shm
+	stageMerged  = "merged"    // the overlay's mount point, made by the init
+	stageScratch = "scratch"   // the tmpfs behind /tmp, the home and /dev/shm
+	stageSelf    = "git-lease" // a copy of the binary, for the network forwarder
 )
 
 // scratchDirs are the agent's places on the scratch tmpfs.
@@ -73,6 +74,7 @@ type sandboxView struct {
 	etc     map[string]string      // generated /etc files, by name
 	files   map[string]sandboxFile // the lease's files, by name on their tmpfs
 	shared  map[string]string      // writable ones: sandbox path -> name
+	self    bool                   // the init copies the git-lease binary to stageSelf
 }
 
 func (v *sandboxView) add(args ...string) { v.options = append(v.options, args...) }
@@ -99,9 +101,8 @@ func (v *sandboxView) stageBind(host, dest string, writable bool) {
 }
 
 // newSandboxView is the whole sandbox: what the agent sees and nothing
-// else. self is the git-lease binary, which a lease with a network runs
-// inside.
-func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
+// else.
+func newSandboxView(spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
 	v := &sandboxView{
 		stages: []stage{{Name: stageLower, Host: lowerDir(spec), Dir: true}, {Name: stageLease, Host: spec.Dir, Dir: true}},
 		etc:    generatedEtc(spec.ID),
@@ -154,7 +155,10 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) (*sandb
 		v.files[name] = f
 	}
 	if spec.ProxySocket != "" {
-		v.stageBind(self, selfInSandbox, false)
+		// A copy of the binary (see copySelf), not a bind of its host
+		// path, which the sandbox's mount table would show.
+		v.self = true
+		v.add("--ro-bind", path.Join(stageDir, stageSelf), selfInSandbox)
 		v.stageBind(spec.ProxySocket, socketInSandbox, true) // connecting needs a writable bind
 	}
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so

@@ -177,7 +177,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: policy sets limits.require_cgroup, and no cgroup with the memory and pids controllers is writable here (as root, the v1 or v2 hierarchy; as yourself, a delegated cgroup v2 subtree, e.g. run git-lease under systemd-run --user --scope -p Delegate=yes)", sandbox.ErrUnavailable)
 	}
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
-	view, err := newSandboxView(p.Self, spec, cmd)
+	view, err := newSandboxView(spec, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
@@ -202,7 +202,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Seccomp: filter,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
