@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs git-lease's tests: gofmt, vet, every unit and transcript test, then
 # every fuzz target briefly. Installs what the tests run for real when it is
-# missing (Debian packages): bubblewrap for the sandboxes, openssh-client
+# missing (Debian packages): bubblewrap for the sandboxes, e2fsprogs
+# (mkfs.ext4) for root's disk images, which bound a lease's disk, openssh-client
 # (ssh-keygen, ssh-agent) for the signing interoperability tests, curl for
 # the network attack tests (they skip without it), git-lfs for the test that
 # a result never runs a real filter driver (configured only in the test's own
@@ -10,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v git-lfs >/dev/null 2>&1 || missing+=(git-lfs)
