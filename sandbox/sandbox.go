@@ -118,7 +118,7 @@ type Provider interface {
 	// system of their own (mounted for the calling process until Discard
 	// or its exit). Changes that are gone are a Delta whose Root does not
 	// exist, not an error; an error says they are there but cannot be
-	// read, and names no host path.
+	// read.
 	Delta(spec Spec) (Delta, error)
 	// Discard removes the workspace. Removing what is already gone succeeds.
 	Discard(ctx context.Context, spec Spec) error

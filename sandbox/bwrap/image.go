@@ -50,8 +50,9 @@ func inodesFor(size int64) int64 { return max(1024, size/(16<<10)) }
 // imageSize is the image's size for a disk bound: whole 4 KiB blocks.
 func imageSize(bound int64) int64 { return (bound + 4095) &^ 4095 }
 
-// kernelDiskMissing says why the kernel cannot bound spec's disk here, ""
-// when it can: run as root, with mkfs.ext4 and loop devices.
+// kernelDiskMissing says why the kernel cannot bound a lease's disk here,
+// "" when it can: run as root, with mkfs.ext4, loop devices and ext4 (a
+// container may have neither of the last two).
 func kernelDiskMissing() string {
 	switch {
 	case os.Getuid() != 0:
@@ -59,9 +60,16 @@ func kernelDiskMissing() string {
 	case mkfsPath() == "":
 		return "mkfs.ext4 is not installed (apt-get install e2fsprogs)"
 	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		return "no loop devices (/dev/loop-control)"
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "no loop devices (/dev/loop-control: " + err.Error() + ")"
 	}
+	unix.Close(ctl)
+	fs, err := unix.Fsopen("ext4", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return "no ext4 in this kernel (" + err.Error() + ")"
+	}
+	unix.Close(fs)
 	return ""
 }
 
