@@ -28,9 +28,9 @@ import (
 // does when mkfs.ext4 or loop devices are missing; the lease's enforcement
 // says which binds.
 //
-// Formatting takes 40-90 ms, so one template per size is formatted once,
-// beside the exported bases, and each lease copies only the template's
-// allocated extents (about 1 MiB at 2 GiB). The image is never mounted in
+// Formatting takes 40-90 ms, so one template per size is formatted once
+// per exported base, beside it (it goes with the base), and each lease
+// copies only the template's allocated extents (160 KiB at 2 GiB). The image is never mounted in
 // the host's mount table: each process that reads it (the runner, for the
 // sandbox and to collect; cleanup and reconcile, to read what the agent
 // left) makes detached mounts of its own, which go with their last
@@ -105,16 +105,17 @@ func makeImage(spec sandbox.Spec) error {
 	return os.Rename(tmp, final)
 }
 
-// imageTemplate is the formatted, empty image for spec's disk bound,
-// formatted first if no lease has yet. Two leases formatting at once each
-// rename a complete template into place.
+// imageTemplate is the formatted, empty image for spec's disk bound, kept
+// in the directory of spec's base (which the lease holds from Create to
+// Discard), formatted first if no lease on that base has yet. Two leases
+// formatting at once each rename a complete template into place.
 func imageTemplate(spec sandbox.Spec) (string, error) {
 	size := imageSize(spec.Limits.DiskBytes)
-	path := filepath.Join(spec.BasesDir, fmt.Sprintf("disk-%d.ext4", size))
+	path := filepath.Join(basePath(spec), fmt.Sprintf("disk-%d.ext4", size))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	if err := os.MkdirAll(spec.BasesDir, 0o700); err != nil {
+	if err := os.MkdirAll(basePath(spec), 0o700); err != nil {
 		return "", err
 	}
 	tmp := path + ".tmp-" + spec.ID
