@@ -161,10 +161,10 @@ func socketPair() (host, init *os.File, err error) {
 }
 
 // copySelf copies the binary the init was exec'd from (self: fdSelf) to
-// dst on the staging tmpfs, for the network forwarder. A bind of the binary's host
-// path would show, in the sandbox's mount table, where git-lease is
-// installed; the copy shows only its name on a tmpfs. It is memory: under
-// a cgroup it counts against the lease's memory bound.
+// dst on the staging tmpfs, for the network forwarder. A bind of the
+// binary's host path would show, in the sandbox's mount table, where
+// git-lease is installed; the copy shows only its name on a tmpfs. It is
+// memory: under a cgroup it counts against the lease's memory bound.
 func copySelf(dst string, self int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(self, &st); err != nil {
