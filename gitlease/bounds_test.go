@@ -63,10 +63,12 @@ func TestBoundsStopTheAgent(t *testing.T) {
 			if took > 30*time.Second {
 				t.Fatalf("the agent was stopped only after %s", took)
 			}
-			if kernelDisk && tc.bound == "disk" && tc.name != "disk, a sparse file" {
-				if !strings.Contains(x.Lease.Enforcement, "ext4 image") || !strings.Contains(out, "No space left on device") {
-					t.Fatalf("run as root, the kernel did not refuse the write (enforcement %q):\n%.2000s", x.Lease.Enforcement, out)
-				}
+			switch {
+			case tc.bound != "disk":
+			case !kernelDisk && !strings.Contains(x.Lease.Enforcement, "no kernel bound for /work's disk, the host's watch ("):
+				t.Fatalf("the lease does not say that only the host's watch bounds its disk: %q", x.Lease.Enforcement)
+			case kernelDisk && tc.name != "disk, a sparse file" && (!strings.Contains(x.Lease.Enforcement, "ext4 image") || !strings.Contains(out, "No space left on device")):
+				t.Fatalf("run as root, the kernel did not refuse the write (enforcement %q):\n%.2000s", x.Lease.Enforcement, out)
 			}
 		})
 	}
