@@ -28,7 +28,7 @@ import (
 // does when mkfs.ext4 or loop devices are missing; the lease's enforcement
 // says which binds.
 //
-// Formatting takes 40-90 ms, so one template per size is formatted once
+// Formatting takes 50-100 ms, so one template per size is formatted once
 // per exported base, beside it (it goes with the base), and each lease
 // copies only the template's allocated extents (160 KiB at 2 GiB). The image is never mounted in
 // the host's mount table: each process that reads it (the runner, for the
