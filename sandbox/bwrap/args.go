@@ -63,7 +63,7 @@ func scratchOptions(l sandbox.Limits) string {
 	if size == 0 {
 		return "mode=0755"
 	}
-	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, max(1024, size/(16<<10)))
+	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, inodesFor(size))
 }
 
 // sandboxView is what bwrap shows the agent: its options, and the stages

@@ -30,11 +30,11 @@ import (
 //
 // Formatting takes 50-100 ms, so one template per size is formatted once
 // per exported base, beside it (it goes with the base), and each lease
-// copies only the template's allocated extents (160 KiB at 2 GiB). The image is never mounted in
-// the host's mount table: each process that reads it (the runner, for the
-// sandbox and to collect; cleanup and reconcile, to read what the agent
-// left) makes detached mounts of its own, which go with their last
-// descriptor. Every mount of one image goes through the one loop device
+// copies only the template's allocated extents (160 KiB at 2 GiB). The
+// image is never mounted in the host's mount table: each process that
+// reads it (the runner, for the sandbox and to collect; cleanup and
+// reconcile, to read what the agent left) makes detached mounts of its
+// own, which go with their last descriptor. Every mount of one image goes through the one loop device
 // that backs it, and so is one file system: two loop devices on one image
 // would be two file systems writing the same blocks.
 
@@ -334,10 +334,10 @@ var mounted = struct {
 // is -1). The mount stays until Discard or the process's exit.
 func leaseDirs(spec sandbox.Spec) (dirs, error) {
 	image := imagePath(spec)
-	if _, err := os.Stat(image); err != nil {
-		d := layout(spec)
-		d.disk = -1
-		return d, nil
+	if _, err := os.Stat(image); errors.Is(err, os.ErrNotExist) {
+		return layout(spec), nil
+	} else if err != nil {
+		return dirs{}, err
 	}
 	mounted.Lock()
 	defer mounted.Unlock()
