@@ -238,7 +238,7 @@ func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider,
 			return sandbox.Delta{}, err
 		}
 	}
-	return provider.Delta(spec), nil
+	return provider.Delta(spec)
 }
 
 // cancel interrupts the agent (SIGINT), gives it the grace period (from
@@ -263,8 +263,10 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 	}
 	exit, _ := proc.Wait()
 	network, files, findings := a.close(proc)
-	if entries, err := scan(ctx, provider.Delta(spec)); err == nil {
-		files[deltaFile] = listDelta(entries)
+	if d, err := provider.Delta(spec); err == nil {
+		if entries, err := scan(ctx, d); err == nil {
+			files[deltaFile] = listDelta(entries)
+		}
 	}
 	canceled := func(r *Lease) {
 		r.Reason, r.Network, r.ActivityUnrecorded = reason, network, unrecorded

@@ -1,10 +1,11 @@
 # Sourced by the scripts that need programs from Debian packages:
 # need_packages COMMAND=PACKAGE... installs, with apt-get (through sudo
-# unless root), the package of each command that is not on PATH.
+# unless root), the package of each command that is not on PATH (nor in
+# /usr/sbin or /sbin, where mkfs.ext4 lives).
 need_packages() {
 	local missing=() pair
 	for pair in "$@"; do
-		command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}")
+		PATH="$PATH:/usr/sbin:/sbin" command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	local sudo=""

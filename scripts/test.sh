@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs git-lease's tests: gofmt, vet, every unit and transcript test, then
 # every fuzz target briefly. Installs what the tests run for real when it is
-# missing (Debian packages): bubblewrap for the sandboxes, openssh-client
+# missing (Debian packages): bubblewrap for the sandboxes, e2fsprogs
+# (mkfs.ext4) for root's disk images, which bound a lease's disk, openssh-client
 # (ssh-keygen, ssh-agent) for the signing interoperability tests, curl for
 # the network attack tests (they skip without it), git-lfs for the test that
 # a result never runs a real filter driver (configured only in the test's own
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/debian-packages.sh
-need_packages bwrap=bubblewrap ssh-keygen=openssh-client curl=curl git-lfs=git-lfs
+need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client curl=curl git-lfs=git-lfs
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
