@@ -53,7 +53,7 @@ func TestSandboxCannotActAsHostRoot(t *testing.T) {
 		t.Fatalf("the agent should be \"agent\" and read what policy shares:\n%s", out)
 	}
 	var st unix.Stat_t
-	must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "made-here.txt"), &st))
+	must(t, unix.Lstat(filepath.Join(upperDir(t, x), "made-here.txt"), &st))
 	if os.Getuid() == 0 && (st.Uid < bwrap.LeaseUIDBase || st.Uid >= bwrap.LeaseUIDBase+bwrap.LeaseUIDCount || st.Gid != st.Uid) {
 		t.Fatalf("as root, the agent's file is owned by %d:%d, want the lease's own uid from %d", st.Uid, st.Gid, bwrap.LeaseUIDBase)
 	}
@@ -71,7 +71,7 @@ func TestSandboxLeasesAsRootHaveUIDsOfTheirOwn(t *testing.T) {
 	owner := func() uint32 {
 		x, _ := runAgent(t, repo, "echo x > /work/f")
 		var st unix.Stat_t
-		must(t, unix.Lstat(filepath.Join(x.RunDir(), "sandbox", "upper", "f"), &st))
+		must(t, unix.Lstat(filepath.Join(upperDir(t, x), "f"), &st))
 		return st.Uid
 	}
 	if a, b := owner(), owner(); a == b {
@@ -176,18 +176,24 @@ func TestBoundsKernelCountsTheLeasesCPUTotal(t *testing.T) {
 	}
 }
 
-// The sandbox's mount table names no host path of the repository or the
-// lease (a bind's source shows there): the lease's own files are copies,
-// or live on a tmpfs of their own, which also bounds the agent's state
-// file.
+// The sandbox's mount table names no host path of the repository, the
+// lease or the git-lease binary (a bind's source shows there): the lease's
+// own files and the binary are copies, or live on a tmpfs of their own,
+// which also bounds the agent's state file.
 func TestSandboxCannotSeeHostPaths(t *testing.T) {
 	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "[network]\nallow = [\"example.com:443\"]\n")
+	// The network forwarder runs git-lease (here, the test binary) inside.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	script := attempt("repo-path", splitGrep("cat /proc/self/mountinfo", dir)) +
 		attempt("common-dir", splitGrep("cat /proc/self/mountinfo", repo.CommonDir)) +
+		attempt("binary-path", splitGrep("cat /proc/self/mountinfo", self)) +
 		attempt("huge-state", "head -c 3000000 /dev/zero > /run/lease/state") +
 		"echo 'blocked: a question' > /run/lease/state; sleep 2\n"
 	x, out := runAgent(t, repo, script)
-	requireBlocked(t, out, "repo-path", "common-dir", "huge-state")
+	requireBlocked(t, out, "repo-path", "common-dir", "binary-path", "huge-state")
 	if events := logEvents(t, dir, x.Lease.ID); count(events, "blocked") != 1 {
 		t.Fatalf("the state the agent wrote did not reach the host: events %v\n%s", events, out)
 	}

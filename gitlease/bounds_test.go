@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +18,13 @@ import (
 )
 
 // TestBoundsStopTheAgent runs agents that try to exceed each bound and
-// checks that each is stopped soon, ends failed, and names the bound.
+// checks that each is stopped soon, ends failed, and names the bound. Run
+// as root where the kernel can bound the disk (a disk image of the lease's
+// own), each attack on the disk must also have been refused by the kernel
+// (ENOSPC), not only stopped later by the host's watch, which is all there
+// is for a person.
 func TestBoundsStopTheAgent(t *testing.T) {
+	kernelDisk := os.Getuid() == 0 && haveMkfsExt4() && exists("/dev/loop-control")
 	cases := []struct{ name, policy, script, bound string }{
 		{"wall time", `wall = "2s"`, "sleep 60", "wall"},
 		{"output", `output = "64KiB"`, "yes", "output"},
@@ -28,9 +34,12 @@ func TestBoundsStopTheAgent(t *testing.T) {
 		{"disk, one big file", `disk = "8MiB"`, "exec head -c 64M /dev/zero > big", "disk"},
 		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
 		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},
+		{"disk, fallocate past the bound in one call", `disk = "8MiB"`, "fallocate -l 4M a && fallocate -l 6M b; sleep 60", "disk"},
+		{"disk, empty files (inodes)", `disk = "8MiB"`, "for i in $(seq 100000); do : > e$i || break; done; sleep 60", "disk"},
 		{"cpu time", `cpu = "1s"`, "while :; do :; done", "cpu"},
 		// What a walk of the upper directory cannot see.
 		{"disk, files unlinked while open", `disk = "8MiB"`, "exec 3>a 4>b 5>c; rm a b c; for fd in 3 4 5; do head -c 4M /dev/zero >&$fd; done; sleep 60", "disk"},
+		{"disk, a file unlinked while open, still growing", `disk = "8MiB"`, "exec 3>a; rm a; while head -c 1M /dev/zero >&3; do :; done; sleep 60", "disk"},
 		{"disk, deeper than PATH_MAX", `disk = "8MiB"`, "d=$(printf 'd%.0s' $(seq 200)); for i in $(seq 30); do mkdir $d && cd $d || exit 9; done; head -c 6M /dev/zero > a; head -c 6M /dev/zero > b; sleep 60", "disk"},
 		{"disk, a directory no one may list", `disk = "8MiB"`, "mkdir hide; head -c 6M /dev/zero > hide/a; head -c 6M /dev/zero > hide/b; chmod 000 hide; sleep 60", "disk"},
 		{"memory in a memfd", `memory = "64MiB"`, fmt.Sprintf(`perl -e 'my $n = "x"; my $fd = syscall(%d, $n, 0); open(my $f, ">&=", $fd) or die; print $f ("\0" x 1048576) for 1..100; sleep 60'`, unix.SYS_MEMFD_CREATE), "memory"},
@@ -53,6 +62,13 @@ func TestBoundsStopTheAgent(t *testing.T) {
 			}
 			if took > 30*time.Second {
 				t.Fatalf("the agent was stopped only after %s", took)
+			}
+			switch {
+			case tc.bound != "disk":
+			case !kernelDisk && !strings.Contains(x.Lease.Enforcement, "no kernel bound for /work's disk, the host's watch ("):
+				t.Fatalf("the lease does not say that only the host's watch bounds its disk: %q", x.Lease.Enforcement)
+			case kernelDisk && tc.name != "disk, a sparse file" && (!strings.Contains(x.Lease.Enforcement, "ext4 image") || !strings.Contains(out, "No space left on device")):
+				t.Fatalf("run as root, the kernel did not refuse the write (enforcement %q):\n%.2000s", x.Lease.Enforcement, out)
 			}
 		})
 	}
@@ -102,6 +118,17 @@ func TestSandboxAsUnprivilegedUser(t *testing.T) {
 		t.Fatalf("sandbox tests as %s (uid %d): %v\n%s", name, uid, err, out)
 	}
 	t.Logf("as %s (uid %d): %s", name, uid, lastLine(out))
+}
+
+// haveMkfsExt4 reports whether mkfs.ext4 is installed, where root finds it.
+func haveMkfsExt4() bool {
+	_, err := exec.LookPath("mkfs.ext4")
+	return err == nil || exists("/usr/sbin/mkfs.ext4") || exists("/sbin/mkfs.ext4")
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func lastLine(b []byte) string {

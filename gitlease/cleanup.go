@@ -329,11 +329,15 @@ func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item Cleanu
 		return false, item
 	}
 	spec := x.spec()
-	d := p.Delta(spec)
-	if _, err := os.Lstat(d.Root); err != nil || d.Root == x.Worktree() {
-		return false, item // gone, or the review worktree (judged on its own)
-	}
 	item.Resource = "agent-work"
+	d, err := p.Delta(spec)
+	if err != nil {
+		item.Action, item.Detail = "failed", "reading what the agent left before removing it: "+err.Error()
+		return true, item
+	}
+	if _, err := os.Lstat(d.Root); err != nil || d.Root == x.Worktree() {
+		return false, CleanupItem{} // gone, or the review worktree (judged on its own)
+	}
 	entries, err := scan(ctx, d)
 	if err == nil && len(entries) == 0 {
 		return false, CleanupItem{}

@@ -226,8 +226,9 @@ func (x *Execution) recoverVanished(ctx context.Context, why string, progress io
 	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 	var d sandbox.Delta
 	if _, remote := p.(sandbox.Collector); err == nil && !remote {
-		d = p.Delta(x.spec())
-		_, err = os.Lstat(d.Root)
+		if d, err = p.Delta(x.spec()); err == nil {
+			_, err = os.Lstat(d.Root)
+		}
 	} else if err == nil {
 		err = errors.New("its delta is in the " + p.Name() + " sandbox; cleanup stops it")
 	}

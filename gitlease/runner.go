@@ -240,7 +240,7 @@ func (x *Execution) collectDelta(ctx context.Context, provider sandbox.Provider,
 			return sandbox.Delta{}, err
 		}
 	}
-	return provider.Delta(spec), nil
+	return provider.Delta(spec)
 }
 
 // cancel interrupts the agent (SIGINT), gives it the grace period (from
@@ -267,8 +267,10 @@ func (x *Execution) cancel(ctx context.Context, provider sandbox.Provider, spec 
 	network, files, findings := a.close(proc)
 	escapes, attempts := escapeEvidence(proc, a.redact)
 	findings = append(findings, attempts...)
-	if entries, err := scan(ctx, provider.Delta(spec)); err == nil {
-		files[deltaFile] = listDelta(entries)
+	if d, err := provider.Delta(spec); err == nil {
+		if entries, err := scan(ctx, d); err == nil {
+			files[deltaFile] = listDelta(entries)
+		}
 	}
 	canceled := func(r *Lease) {
 		r.Reason, r.Network, r.Escapes, r.ActivityUnrecorded = reason, network, escapes, unrecorded

@@ -247,11 +247,26 @@ func TestConcurrentLeasesOnOneBaseAreIsolated(t *testing.T) {
 func TestEndedSandboxCanBeRemovedByItsOwner(t *testing.T) {
 	repo, _ := sandboxRepo(t, map[string]string{"gone.txt": "g", "kept.txt": "k"}, "")
 	x := reviewLease(t, repo, "rm gone.txt; mv kept.txt moved.txt")
-	info, err := os.Stat(filepath.Join(x.RunDir(), "sandbox", "work", "work"))
+	info, err := os.Stat(filepath.Join(upperDir(t, x), "..", "work", "work"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Mode().Perm()&0o700 != 0o700 {
 		t.Fatalf("work/work has mode %v after the agent ended", info.Mode().Perm())
 	}
+}
+
+// upperDir is where the test reads x's sandbox's upper directory: the
+// provider's Delta (on root's leases, in a mount of their disk image).
+func upperDir(t *testing.T, x *Execution) string {
+	t.Helper()
+	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Delta(x.spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Root
 }

@@ -117,8 +117,13 @@ type Provider interface {
 	// gate: nothing of cmd runs until Release. A sandbox that cannot be set
 	// up fails here, with ErrUnavailable, before anything runs.
 	Launch(ctx context.Context, spec Spec, cmd Command) (Process, error)
-	// Delta tells the collector where the agent's changes are.
-	Delta(spec Spec) Delta
+	// Delta tells the collector where the agent's changes are, first
+	// making them readable on the host when they are kept in a file
+	// system of their own (mounted for the calling process until Discard
+	// or its exit). Changes that are gone are a Delta whose Root does not
+	// exist, not an error; an error says they are there but cannot be
+	// read.
+	Delta(spec Spec) (Delta, error)
 	// Discard removes the workspace. Removing what is already gone succeeds.
 	Discard(ctx context.Context, spec Spec) error
 }

@@ -1,25 +1,18 @@
 #!/usr/bin/env bash
 # Runs git-lease's tests: gofmt, vet, every unit and transcript test, then
 # every fuzz target briefly. Installs what the tests run for real when it is
-# missing (Debian packages): bubblewrap for the sandboxes, openssh-client
+# missing (Debian packages): bubblewrap for the sandboxes, e2fsprogs
+# (mkfs.ext4) for root's disk images, which bound a lease's disk, openssh-client
 # (ssh-keygen, ssh-agent) for the signing interoperability tests, curl for
 # the network attack tests (they skip without it), git-lfs for the test that
 # a result never runs a real filter driver (configured only in the test's own
 # repository; it skips without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v git-lfs >/dev/null 2>&1 || missing+=(git-lfs)
-if [ ${#missing[@]} -gt 0 ]; then
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-		{ $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+. scripts/debian-packages.sh
+need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client curl=curl git-lfs=git-lfs
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
+go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
 go test -count=1 -timeout 15m ./...
 # Every fuzz target, briefly. The budget is a count of inputs, not a time:

@@ -19,6 +19,8 @@ import (
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs/refstest"
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/herdr"
 )
@@ -262,7 +264,7 @@ func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
 	if l.State != gitlease.Failed || !strings.Contains(l.Reason, "herdr") {
 		t.Fatalf("after a herdr restart: %s %q\n%s", l.State, l.Reason, repair)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id, "sandbox", "upper", "w.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(upperDir(t, filepath.Join(dir, ".git", "lease", "runs", id)), "w.txt")); err != nil {
 		t.Fatalf("the agent's work was not kept: %v", err)
 	}
 	noFocusCalls(t, requests)
@@ -389,7 +391,7 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 		t.Fatalf("logs:\n%s", out)
 	}
 	mustRun(t, dir, "verify", id)
-	if _, err := os.Stat(filepath.Join(run, id, "sandbox", "upper", "part.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(upperDir(t, filepath.Join(run, id)), "part.txt")); err != nil {
 		t.Fatalf("the agent's work is not on disk until cleanup: %v", err)
 	}
 	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
@@ -460,4 +462,16 @@ func TestCleanupConfirmsTheRunnerIsGone(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the runner still runs after cleanup confirmed")
 	}
+}
+
+// upperDir is where the test reads the upper directory of the bwrap
+// sandbox of the lease whose runtime directory is run: the provider's
+// Delta (on root's leases, in a mount of their disk image).
+func upperDir(t *testing.T, run string) string {
+	t.Helper()
+	d, err := bwrap.Provider{}.Delta(sandbox.Spec{Dir: filepath.Join(run, "sandbox")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Root
 }

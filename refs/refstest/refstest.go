@@ -75,15 +75,20 @@ func Write(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
+// TestTag is the build tag of test builds: it compiles in the switches
+// (GIT_LEASE_FAULT, GIT_LEASE_TEST_ID_SEED) that release builds leave out.
+const TestTag = "gitleasetest"
+
 // Build builds the Go program at pkg, a path from the module root such as
-// ./testdata/crabbox-standin, as dir/name and returns that path.
+// ./testdata/crabbox-standin, with TestTag, as dir/name and returns that
+// path.
 func Build(dir, name, pkg string) (string, error) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return "", fmt.Errorf("find the module root: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", path, pkg)
+	build := exec.Command("go", "build", "-tags", TestTag, "-o", path, pkg)
 	build.Dir = strings.TrimSpace(string(root))
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)

@@ -29,6 +29,9 @@ type stage struct {
 	Name string
 	Host string
 	Dir  bool
+	// mount, when set, makes the stage's mount (root only) in place of a
+	// detached copy of Host's.
+	mount func() (int, error)
 }
 
 // The names of the overlay's stages: the exported base (the lower layer)
@@ -37,8 +40,9 @@ type stage struct {
 const (
 	stageLower   = "lower"
 	stageLease   = "lease"
-	stageMerged  = "merged"  // the overlay's mount point, made by the init
-	stageScratch = "scratch" // the tmpfs behind /tmp, the home and /dev/shm
+	stageMerged  = "merged"    // the overlay's mount point, made by the init
+	stageScratch = "scratch"   // the tmpfs behind /tmp, the home and /dev/shm
+	stageSelf    = "git-lease" // a copy of the binary, for the network forwarder
 )
 
 // scratchDirs are the agent's places on the scratch tmpfs.
@@ -59,7 +63,7 @@ func scratchOptions(l sandbox.Limits) string {
 	if size == 0 {
 		return "mode=0755"
 	}
-	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, max(1024, size/(16<<10)))
+	return fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, inodesFor(size))
 }
 
 // sandboxView is what bwrap shows the agent: its options, and the stages
@@ -70,9 +74,19 @@ type sandboxView struct {
 	etc     map[string]string      // generated /etc files, by name
 	files   map[string]sandboxFile // the lease's files, by name on their tmpfs
 	shared  map[string]string      // writable ones: sandbox path -> name
+	self    bool                   // the init copies the git-lease binary to stageSelf
 }
 
 func (v *sandboxView) add(args ...string) { v.options = append(v.options, args...) }
+
+// stageMount has the stage name made by mount (see stage.mount).
+func (v *sandboxView) stageMount(name string, mount func() (int, error)) {
+	for i := range v.stages {
+		if v.stages[i].Name == name {
+			v.stages[i].Host, v.stages[i].mount = "", mount
+		}
+	}
+}
 
 // stageBind stages host (a file or directory) and binds it at dest.
 func (v *sandboxView) stageBind(host, dest string, writable bool) {
@@ -87,9 +101,8 @@ func (v *sandboxView) stageBind(host, dest string, writable bool) {
 }
 
 // newSandboxView is the whole sandbox: what the agent sees and nothing
-// else. self is the git-lease binary, which a lease with a network runs
-// inside.
-func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
+// else.
+func newSandboxView(spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
 	v := &sandboxView{
 		stages: []stage{{Name: stageLower, Host: lowerDir(spec), Dir: true}, {Name: stageLease, Host: spec.Dir, Dir: true}},
 		etc:    generatedEtc(spec.ID),
@@ -142,7 +155,10 @@ func newSandboxView(self string, spec sandbox.Spec, cmd sandbox.Command) (*sandb
 		v.files[name] = f
 	}
 	if spec.ProxySocket != "" {
-		v.stageBind(self, selfInSandbox, false)
+		// A copy of the binary (see copySelf), not a bind of its host
+		// path, which the sandbox's mount table would show.
+		v.self = true
+		v.add("--ro-bind", path.Join(stageDir, stageSelf), selfInSandbox)
 		v.stageBind(spec.ProxySocket, socketInSandbox, true) // connecting needs a writable bind
 	}
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so

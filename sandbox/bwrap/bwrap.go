@@ -40,11 +40,16 @@ const (
 	workDir   = "/work"
 )
 
-// dirs are the lease's overlay directories under spec.Dir.
-type dirs struct{ upper, work string }
+// dirs are the lease's overlay directories, and the descriptor of the
+// disk image's mount that holds them (-1: none, they are under spec.Dir).
+type dirs struct {
+	upper, work string
+	disk        int
+}
 
+// layout is where the overlay directories are without a disk image.
 func layout(spec sandbox.Spec) dirs {
-	return dirs{upper: filepath.Join(spec.Dir, "upper"), work: filepath.Join(spec.Dir, "work")}
+	return dirs{upper: filepath.Join(spec.Dir, "upper"), work: filepath.Join(spec.Dir, "work"), disk: -1}
 }
 
 // Check reports whether bwrap is installed and user namespaces are enabled.
@@ -57,7 +62,9 @@ func (Provider) Check() error {
 }
 
 // Create exports the base (once per tree) and makes the lease's overlay
-// directories, owned by the sandbox's uid. It is idempotent.
+// directories, owned by the sandbox's uid: on a disk image of their own
+// when the kernel can bound the disk here (see image.go). It is
+// idempotent.
 func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.Check(); err != nil {
 		return err
@@ -72,6 +79,9 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	uid, gid, err := sandboxIDs(spec)
 	if err != nil {
 		return err
+	}
+	if spec.Limits.DiskBytes > 0 && kernelDiskMissing() == "" {
+		return makeImage(spec)
 	}
 	for _, dir := range []string{d.upper, d.work} {
 		// The upper directory's mode becomes the mode of the agent's /work.
@@ -111,15 +121,18 @@ func checkUserNamespaces(proc string, uid int) error {
 	return nil
 }
 
-// Delta is the overlay's upper directory.
-func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
-	return sandbox.Delta{Root: layout(spec).upper, Layout: sandbox.Overlay}
+// Delta is the overlay's upper directory: in this process's own mount of
+// the lease's disk image when it has one.
+func (Provider) Delta(spec sandbox.Spec) (sandbox.Delta, error) {
+	d, err := leaseDirs(spec)
+	return sandbox.Delta{Root: d.upper, Layout: sandbox.Overlay}, err
 }
 
 // Discard removes the lease's overlay directories and releases its base.
 // The overlay mount lives only in the sandbox's mount namespace, so it is
 // gone with the sandbox's last process. Discarding twice is harmless.
 func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
+	unmountImage(spec)
 	if err := releaseUID(spec); err != nil {
 		return err
 	}
@@ -150,20 +163,32 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap)", sandbox.ErrUnavailable)
 	}
-	d := layout(spec)
+	d, err := leaseDirs(spec)
+	if err != nil {
+		return nil, err
+	}
 	uid, gid, err := sandboxIDs(spec)
 	if err != nil {
 		return nil, err
 	}
 	asRoot := os.Getuid() == 0
-	lim := newLimiter(spec)
+	lim := newLimiter(spec, d)
 	if spec.Limits.RequireCgroup && lim.cg == nil {
 		return nil, fmt.Errorf("%w: policy sets limits.require_cgroup, and no cgroup with the memory and pids controllers is writable here (as root, the v1 or v2 hierarchy; as yourself, a delegated cgroup v2 subtree, e.g. run git-lease under systemd-run --user --scope -p Delegate=yes)", sandbox.ErrUnavailable)
 	}
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
-	view, err := newSandboxView(p.Self, spec, cmd)
+	view, err := newSandboxView(spec, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+	}
+	if d.disk >= 0 {
+		if err := ownImage(d.disk, uid, gid); err != nil {
+			return nil, err
+		}
+		// The sandbox gets a mount of the image of its own, not a clone
+		// of this process's (a detached mount can be cloned only from
+		// Linux 6.15).
+		view.stageMount(stageLease, func() (int, error) { return mountImage(imagePath(spec)) })
 	}
 	shared := &sharedFiles{names: view.shared, dir: -1}
 	if asRoot && spec.ProxySocket != "" {
@@ -178,7 +203,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	notify, _ := seccompFilter(spec.SeccompAllow, true) // the same program but for its answers
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
+		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
 		Seccomp: filter, Notify: notify,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}

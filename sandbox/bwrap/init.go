@@ -39,6 +39,7 @@ type initSpec struct {
 	Etc     map[string]string // generated /etc files
 	Scratch string            // the scratch tmpfs's mount options
 	Files   map[string]sandboxFile
+	Self    bool // copy the binary (fdSelf) to the staging tmpfs (see copySelf)
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent
@@ -77,13 +78,13 @@ func initSandbox() error {
 			return err
 		}
 	}
-	unix.Close(fdSelf)
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
 	if err := stageAll(spec, fds); err != nil {
 		return err
 	}
+	unix.Close(fdSelf)
 	// A new session is not a new session keyring: without this the agent
 	// would possess the launcher's keyring and every key in it.
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 {

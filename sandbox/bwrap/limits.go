@@ -18,12 +18,14 @@ import (
 
 // limiter enforces a lease's bounds. The kernel enforces them (a cgroup
 // when one is writable, else rlimits, which bind per sandbox because the
-// sandbox has its own user namespace); the host watches the sandbox's
-// processes and upper directory so that a lease that reaches a bound is
-// stopped and the bound is named.
+// sandbox has its own user namespace; the disk image's file system for the
+// disk, else nothing but the host's walk); the host watches the sandbox's
+// processes and its disk so that a lease that reaches a bound is stopped
+// and the bound is named.
 type limiter struct {
 	limits sandbox.Limits
 	upper  string
+	disk   int     // the disk image's mount (-1: none; the host walks upper)
 	cg     *cgroup // nil: rlimits only
 	// threads is headroom under RLIMIT_NPROC for the sandbox's own
 	// processes: bwrap, the gate, and the network forwarder if any.
@@ -37,17 +39,28 @@ type limiter struct {
 	diskBusy bool
 }
 
-func newLimiter(spec sandbox.Spec) *limiter {
+func newLimiter(spec sandbox.Spec, d dirs) *limiter {
 	threads := int64(3) // bwrap, its reaper and the gate shell
 	if spec.ProxySocket != "" {
 		threads += forwarderThreads
 	}
-	return &limiter{limits: spec.Limits, upper: layout(spec).upper, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}
+	return &limiter{limits: spec.Limits, upper: d.upper, disk: d.disk, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}
 }
 
 // enforcement names the kernel mechanism, for the lease record.
 func (l *limiter) enforcement() string {
 	scratch := "; tmpfs size and inodes (/tmp, home, /dev/shm)"
+	switch {
+	case l.limits.DiskBytes == 0:
+	case l.disk >= 0:
+		scratch += "; an ext4 image of its own (/work: disk bytes and inodes)"
+	default:
+		why := kernelDiskMissing()
+		if why == "" {
+			why = "the lease has no disk image"
+		}
+		scratch += "; no kernel bound for /work's disk, the host's watch (" + why + ")"
+	}
 	switch {
 	case l.cg == nil:
 		return "rlimits (memory, processes, cpu, file size)" + scratch
@@ -71,6 +84,8 @@ func (l *limiter) rlimits() []rlimit {
 		// ignores it.
 		out = append(out, rlimit{unix.RLIMIT_CPU, uint64(cpu), uint64(cpu + 1)})
 	}
+	// A file's size, holes included, even on the disk image, which
+	// bounds only what is allocated: the host reads a result's files whole.
 	add(unix.RLIMIT_FSIZE, l.limits.DiskBytes)
 	if l.limits.Processes > 0 {
 		add(unix.RLIMIT_NPROC, int64(l.limits.Processes)+l.threads)
@@ -203,7 +218,11 @@ func (l *limiter) watch() string {
 			return sandbox.BoundCPU
 		}
 	}
-	if l.limits.DiskBytes > 0 {
+	if l.limits.DiskBytes > 0 && l.disk >= 0 {
+		if diskFull(l.disk) {
+			return sandbox.BoundDisk
+		}
+	} else if l.limits.DiskBytes > 0 {
 		l.mu.Lock()
 		busy := l.diskBusy
 		l.diskBusy = true
@@ -302,6 +321,10 @@ func (l *limiter) finish(exit *sandbox.Exit, state *os.ProcessState) {
 		// that got past half its bound ran into it.
 		exit.Bound = sandbox.BoundMemory
 		exit.Detail = fmt.Sprintf("peak resident memory %d MiB of %d MiB", peak>>20, l.limits.MemoryBytes>>20)
+	case l.limits.DiskBytes > 0 && l.disk >= 0:
+		if diskFull(l.disk) {
+			exit.Bound = sandbox.BoundDisk
+		}
 	case l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes: // unmeasurable included
 		exit.Bound = sandbox.BoundDisk
 	}

@@ -61,15 +61,6 @@ func forward(args []string) error {
 const forwarderScript = `fwd=$(` + selfInSandbox + ` ` + ForwardArg + ` ` + forwardAddr + ` ` + socketInSandbox +
 	` </dev/null 3<&- 4>&- 5<&- &) && [ "$fwd" = ready ] || exit 125; `
 
-// networkBinds are a network's mounts: the git-lease binary (read-only)
-// and the proxy's socket (connecting needs a writable bind).
-func networkBinds(self string, spec sandbox.Spec) []string {
-	if spec.ProxySocket == "" {
-		return nil
-	}
-	return []string{"--ro-bind", self, selfInSandbox, "--bind", spec.ProxySocket, socketInSandbox}
-}
-
 // networkEnv is what the agent's environment adds for a network: the proxy
 // variables that point its HTTP clients at the forwarder.
 func networkEnv(spec sandbox.Spec) []string {

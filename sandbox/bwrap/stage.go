@@ -23,10 +23,16 @@ func detach(stages []stage, pid int) ([]int, error) {
 	defer unix.Close(ns)
 	var fds []int
 	for _, s := range stages {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, s.Host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		var fd int
+		var err error
+		if s.mount != nil {
+			fd, err = s.mount()
+		} else {
+			fd, err = unix.OpenTree(unix.AT_FDCWD, s.Host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		}
 		if err != nil {
 			closeAll(fds)
-			return nil, fmt.Errorf("detach a copy of %s: %w", s.Host, err)
+			return nil, fmt.Errorf("detach a copy of %s: %w", s.Name, err)
 		}
 		fds = append(fds, fd)
 		if s.Name != stageLower {
@@ -82,6 +88,11 @@ func stageAll(spec initSpec, fds []int) error {
 	}
 	if err := os.MkdirAll(filepath.Join(stageDir, "etc"), 0o755); err != nil {
 		return err
+	}
+	if spec.Self {
+		if err := copySelf(filepath.Join(stageDir, stageSelf), fdSelf); err != nil {
+			return fmt.Errorf("copy git-lease for the network forwarder: %w", err)
+		}
 	}
 	for i, s := range spec.Stages {
 		at := filepath.Join(stageDir, s.Name)
@@ -150,4 +161,32 @@ func socketPair() (host, init *os.File, err error) {
 		return nil, nil, err
 	}
 	return os.NewFile(uintptr(fds[0]), "mounts"), os.NewFile(uintptr(fds[1]), "mounts"), nil
+}
+
+// copySelf copies the binary the init was exec'd from (self: fdSelf) to
+// dst on the staging tmpfs, for the network forwarder. A bind of the
+// binary's host path would show, in the sandbox's mount table, where
+// git-lease is installed; the copy shows only its name on a tmpfs. It is
+// memory: under a cgroup it counts against the lease's memory bound.
+func copySelf(dst string, self int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(self, &st); err != nil {
+		return err
+	}
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o555)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(out)
+	var off int64
+	for off < st.Size {
+		n, err := unix.Sendfile(out, self, &off, int(st.Size-off))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("the binary ended at %d of %d bytes", off, st.Size)
+		}
+	}
+	return nil
 }

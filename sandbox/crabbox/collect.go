@@ -76,8 +76,8 @@ func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 
 // Delta is the collected copy of the box's work directory, a whole tree.
 // It is empty or missing until Collect has succeeded.
-func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
-	return sandbox.Delta{Root: layout(spec).delta, Layout: sandbox.Full}
+func (Provider) Delta(spec sandbox.Spec) (sandbox.Delta, error) {
+	return sandbox.Delta{Root: layout(spec).delta, Layout: sandbox.Full}, nil
 }
 
 // readWorkdir is the box's work directory, as the finished run reported it.

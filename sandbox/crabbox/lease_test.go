@@ -87,7 +87,7 @@ exit 3`},
 		t.Fatalf("Collect: %v", err)
 	}
 	got := map[string]string{}
-	err = sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+	err = sandbox.Walk(deltaOf(p, spec), func(e sandbox.Entry) error {
 		got[e.Path] = e.Kind.String() + " " + e.Mode.Perm().String() + " " + e.Target
 		return nil
 	})
@@ -110,7 +110,7 @@ exit 3`},
 			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
 		}
 	}
-	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, "run.sh")); !strings.HasSuffix(string(data), "more\n") {
+	if data, _ := os.ReadFile(filepath.Join(deltaOf(p, spec).Root, "run.sh")); !strings.HasSuffix(string(data), "more\n") {
 		t.Errorf("run.sh came back as %q", data)
 	}
 
@@ -192,7 +192,7 @@ func TestCollectBounds(t *testing.T) {
 	if err := p.Collect(ctx, spec); err == nil {
 		t.Fatal("a copy slower than its context succeeded")
 	}
-	if _, err := os.Stat(p.Delta(spec).Root); !os.IsNotExist(err) {
+	if _, err := os.Stat(deltaOf(p, spec).Root); !os.IsNotExist(err) {
 		t.Errorf("a failed Collect left a delta: %v", err)
 	}
 	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "")
@@ -244,14 +244,14 @@ func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error { got = append(got, e.Path); return nil }); err != nil {
+	if err := sandbox.Walk(deltaOf(p, spec), func(e sandbox.Entry) error { got = append(got, e.Path); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{".crabbox", ".crabbox/keep.txt", "a.txt", "b.txt", "sub", "sub/.crabbox", "sub/.crabbox/z"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("delta = %v, want %v", got, want)
 	}
-	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, ".crabbox", "keep.txt")); string(data) != "keep\n" {
+	if data, _ := os.ReadFile(filepath.Join(deltaOf(p, spec).Root, ".crabbox", "keep.txt")); string(data) != "keep\n" {
 		t.Errorf(".crabbox/keep.txt came back as %q, want the base's", data)
 	}
 	if err := p.Discard(t.Context(), spec); err != nil {
@@ -286,7 +286,7 @@ func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+	if err := sandbox.Walk(deltaOf(p, spec), func(e sandbox.Entry) error {
 		if e.Kind.String() != "directory" {
 			got = append(got, e.Path)
 		}
@@ -298,10 +298,16 @@ func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("delta files = %v, want %v", got, want)
 	}
-	if data, _ := os.ReadFile(filepath.Join(p.Delta(spec).Root, "node_modules", "m", "index.js")); string(data) != "m\n" {
+	if data, _ := os.ReadFile(filepath.Join(deltaOf(p, spec).Root, "node_modules", "m", "index.js")); string(data) != "m\n" {
 		t.Errorf("node_modules/m/index.js came back as %q", data)
 	}
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deltaOf is p's Delta, which never fails for Crabbox.
+func deltaOf(p Provider, spec sandbox.Spec) sandbox.Delta {
+	d, _ := p.Delta(spec)
+	return d
 }

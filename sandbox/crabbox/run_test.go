@@ -216,7 +216,7 @@ func TestPromptReachesTheBox(t *testing.T) {
 	if err := p.Collect(t.Context(), spec); err != nil {
 		t.Fatal(err)
 	}
-	if err := sandbox.Walk(p.Delta(spec), func(e sandbox.Entry) error {
+	if err := sandbox.Walk(deltaOf(p, spec), func(e sandbox.Entry) error {
 		if e.Path != "a.txt" {
 			t.Errorf("the result holds %s", e.Path)
 		}

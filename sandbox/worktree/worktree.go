@@ -54,8 +54,8 @@ func replacePath(env []string, b sandbox.Bind) []string {
 }
 
 // Delta is the whole review worktree.
-func (Provider) Delta(spec sandbox.Spec) sandbox.Delta {
-	return sandbox.Delta{Root: spec.Worktree, Layout: sandbox.Full}
+func (Provider) Delta(spec sandbox.Spec) (sandbox.Delta, error) {
+	return sandbox.Delta{Root: spec.Worktree, Layout: sandbox.Full}, nil
 }
 
 // Discard does nothing: the review worktree belongs to the lease, and
