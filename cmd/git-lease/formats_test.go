@@ -187,7 +187,7 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 	mustRun(t, dir, "apply", applied)
 	rejected := startLease(t, dir, `echo other > b.txt`)
 	mustRun(t, dir, "reject", "--reason", "not this way", rejected)
-	out, err := runLease(t, dir, nil, "start", "-q", "--", "sh", "-c", `mkdir -p .github/workflows && echo 'on: push' > .github/workflows/x.yml && echo q >> b.txt`)
+	out, err := runLease(t, dir, nil, "start", "-q", "--", "sh", "-c", `unshare -r true 2>/dev/null; mkdir -p .github/workflows && echo 'on: push' > .github/workflows/x.yml && echo q >> b.txt`)
 	quarantined := leaseID(out)
 	if err == nil || quarantined == "" {
 		t.Fatalf("a protected path did not quarantine the result (%v):\n%s", err, out)
@@ -211,6 +211,9 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		if !seen[path] {
 			t.Errorf("no lease log holds %s: the scenario no longer makes it", path)
 		}
+	}
+	if f := refstest.Git(t, dir, "show", "refs/leases/"+quarantined+":findings.json"); !strings.Contains(f, `"attempt"`) {
+		t.Errorf("the quarantined lease's findings hold no escape attempt:\n%s", f)
 	}
 	notes := refstest.Git(t, dir, "notes", "--ref", "leases", "list")
 	if notes == "" {
