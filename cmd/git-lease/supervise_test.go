@@ -395,6 +395,55 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("a second reconcile:\n%s", out)
 	}
+	// The reviewer takes the partial result: it is collected again,
+	// verified, signed and checked out into the review worktree only.
+	head := refstest.Git(t, dir, "rev-parse", "HEAD")
+	mustRun(t, dir, "collect", "--partial", id)
+	l = record(t, dir, id)
+	if l.State != gitlease.Review || l.Result.Status != "ok" || !l.Agent.RunnerGone || !l.PartialCollect {
+		t.Fatalf("after collect --partial: %s %q %+v %+v", l.State, l.Reason, l.Result, l.Agent)
+	}
+	if tip := refstest.Git(t, dir, "rev-parse", "lease/"+id); tip != l.Result.Commit {
+		t.Fatalf("branch lease/%s is at %s, not the result %s", id, tip, l.Result.Commit)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".git", "lease", "worktrees", id, "part.txt")); err != nil || string(b) != "partial work\n" {
+		t.Fatalf("the review worktree does not show the partial result: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "part.txt")); !os.IsNotExist(err) || refstest.Git(t, dir, "rev-parse", "HEAD") != head {
+		t.Fatalf("collect --partial wrote outside the review worktree: %v", err)
+	}
+	mustRun(t, dir, "verify", id)
+	mustRun(t, dir, "apply", id)
+	if b, err := os.ReadFile(filepath.Join(dir, "part.txt")); err != nil || string(b) != "partial work\n" {
+		t.Fatalf("apply of the partial result: %q %v", b, err)
+	}
+}
+
+// TestCollectPartialKeepsAPersonsFiles: collect --partial of a failed
+// lease refuses, and changes nothing, when a person put files in the
+// review worktree that checking the result out would overwrite.
+func TestCollectPartialKeepsAPersonsFiles(t *testing.T) {
+	dir := faultRepo(t)
+	id := startDetached(t, dir, "--", "sh", "-c", "echo agent > part.txt; exit 3")
+	waitFor(t, "the agent to fail", func() bool { return record(t, dir, id).State == gitlease.Failed })
+	mine := filepath.Join(dir, ".git", "lease", "worktrees", id, "part.txt")
+	writeFile(t, mine, "mine\n", 0o644)
+	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
+	out, err := runLease(t, dir, nil, "collect", "--partial", id)
+	if err == nil || !strings.Contains(out, "holds files the lease did not put there") {
+		t.Fatalf("collect --partial over a person's file: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine\n" {
+		t.Fatalf("the person's file was overwritten: %q", b)
+	}
+	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
+		t.Fatalf("a refused collect --partial wrote to the log")
+	}
+	os.Remove(mine)
+	mustRun(t, dir, "collect", "--partial", id)
+	if b, _ := os.ReadFile(mine); string(b) != "agent\n" {
+		t.Fatalf("the review worktree after collect --partial: %q", b)
+	}
 }
 
 // TestCleanupRecordsWhatItDiscards: a canceled lease's partial work is not

@@ -296,3 +296,23 @@ func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTakesAPartialCollect: a failed lease pushed for review, then
+// collected on request (failed -> collecting -> … -> review), pushes
+// again: the server's hook verifies the new entries as legal transitions.
+func TestServerTakesAPartialCollect(t *testing.T) {
+	tm := newTeam(t)
+	out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", "echo half > bug.txt; exit 3")
+	id := leaseID(out)
+	if err == nil || id == "" {
+		t.Fatalf("a failing agent's start: %v\n%s", err, out)
+	}
+	mustRun(t, tm.author, "push")
+	mustRun(t, tm.author, "collect", "--partial", id)
+	if out, err := runLease(t, tm.author, nil, "push"); err != nil {
+		t.Fatalf("push after collect --partial: %v\n%s", err, out)
+	}
+	if server := refstest.Git(t, tm.server, "log", "-1", "--format=%s", "refs/leases/"+id); server != "lease "+id+": verifying -> review" {
+		t.Fatalf("the server's log of the lease ends %q", server)
+	}
+}
