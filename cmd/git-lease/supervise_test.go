@@ -357,6 +357,13 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", runner.PID)); !strings.Contains(string(cmdline), gitlease.RunnerArg) {
 		t.Fatalf("pid %d is not the runner: %q", runner.PID, cmdline)
 	}
+	holders := sandboxHolders(t, filepath.Join(run, id))
+	if len(holders) != 2 {
+		t.Fatalf("sandbox.json names %d processes, want bwrap and the sandbox's first: %+v", len(holders), holders)
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", holders[1].PID)); !strings.Contains(string(cmdline), "lease-gate") {
+		t.Fatalf("pid %d is not the sandbox's first process: %q", holders[1].PID, cmdline)
+	}
 	if err := syscall.Kill(runner.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -365,6 +372,11 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 		return strings.Contains(out, "nothing runs it")
 	})
 	repair := mustRun(t, dir, "reconcile")
+	for _, h := range holders {
+		if headless.ProcessAlive(h.PID, h.StartTime) {
+			t.Fatalf("sandbox process %d outlived its runner and reconcile", h.PID)
+		}
+	}
 	l := record(t, dir, id)
 	if l.State != gitlease.Failed || l.Result == nil || l.Result.Status != "failed" || l.Agent == nil || !l.Agent.RunnerGone {
 		t.Fatalf("after reconcile: %s %q %+v\n%s", l.State, l.Reason, l.Result, repair)
@@ -474,6 +486,60 @@ func TestCleanupRecordsWhatItDiscards(t *testing.T) {
 	mustRun(t, dir, "cleanup", id)
 	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
 		t.Fatalf("a second cleanup wrote to the log")
+	}
+}
+
+// sandboxHolders reads the processes a lease recorded as holding its
+// sandbox (sandbox.json in its run directory).
+func sandboxHolders(t *testing.T, run string) []headless.Runner {
+	t.Helper()
+	var procs []headless.Runner
+	b, err := os.ReadFile(filepath.Join(run, "sandbox.json"))
+	if err != nil || json.Unmarshal(b, &procs) != nil {
+		t.Fatalf("sandbox.json: %v %s", err, b)
+	}
+	return procs
+}
+
+// lingering starts a process of the test's that stands in for one a lease
+// left running, and returns it with its start time.
+func lingering(t *testing.T) headless.Runner {
+	t.Helper()
+	linger := exec.Command("sleep", "300")
+	if err := linger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { linger.Wait(); close(exited) }()
+	t.Cleanup(func() { linger.Process.Kill(); <-exited })
+	start, err := headless.StartTime(linger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return headless.Runner{PID: linger.Process.Pid, StartTime: start}
+}
+
+// TestCleanupConfirmsTheSandboxIsGone: a process that holds a lease's
+// sandbox (sandbox.json: PID and start time) is still alive at cleanup
+// although the runner is gone; cleanup stops it, names it in the receipt,
+// and confirms only once it has exited. (A process of the test's stands in
+// for a lingering sandbox.)
+func TestCleanupConfirmsTheSandboxIsGone(t *testing.T) {
+	dir := faultRepo(t)
+	id := startLease(t, dir, "echo done > d.txt")
+	run := filepath.Join(dir, ".git", "lease", "runs", id)
+	if holders := sandboxHolders(t, run); len(holders) != 2 || headless.ProcessAlive(holders[0].PID, holders[0].StartTime) {
+		t.Fatalf("the sandbox of a finished lease: %+v", holders)
+	}
+	p := lingering(t)
+	b, _ := json.Marshal([]headless.Runner{p})
+	writeFile(t, filepath.Join(run, "sandbox.json"), string(b), 0o600)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(fmt.Sprintf(`sandbox-processes +stopped +pid %d`, p.PID)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {
+		t.Fatalf("cleanup with a sandbox process alive:\n%s", out)
+	}
+	if headless.ProcessAlive(p.PID, p.StartTime) { // a zombie until the test reaps it
+		t.Fatalf("the sandbox process still runs after cleanup confirmed")
 	}
 }
 

@@ -286,7 +286,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	lim.started(first)
 	lim.openScratch(c.Process.Pid)
 	shared.open(c.Process.Pid)
-	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first)}, nil
+	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), holders: []int{c.Process.Pid, first}}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -12,14 +12,19 @@ import (
 )
 
 // process is a launched sandbox that also counts what its network stack
-// refused to send (sandbox.BypassCounter).
+// refused to send (sandbox.BypassCounter), and names the processes that
+// hold it (sandbox.Holders).
 type process struct {
 	*sandbox.Proc
 	*sharedFiles
 	counters *netCounters
 	once     sync.Once
 	bypass   sandbox.Bypass
+	holders  []int
 }
+
+// Holders are bwrap and the first process of the sandbox's PID namespace.
+func (p *process) Holders() []int { return p.holders }
 
 // Wait waits for the sandbox, then takes the last count of its network
 // stack.
