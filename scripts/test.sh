@@ -21,7 +21,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go vet ./...
-go test -count=1 -timeout 15m ./...
+# The tests run under scripts/leftovers, a child subreaper: any process
+# they started (a runner, a sandbox, a stand-in) that outlives them fails
+# the run, named.
+go run ./scripts/leftovers -- go test -count=1 -timeout 15m ./...
+# The tests where goroutines share one Repo, again under the race
+# detector: only those, since -race makes everything slower.
+go run ./scripts/leftovers -- go test -race -count=1 -timeout 10m -run '^(TestOneRepoServesManyGoroutines|TestConcurrent.*)$' ./refs/ ./gitlease/
 # Every fuzz target, briefly. The budget is a count of inputs, not a time:
 # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
 # failure ("context deadline exceeded", go.dev/issue/75804) on a busy
