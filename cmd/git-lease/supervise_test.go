@@ -66,6 +66,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// agentGate is a gate a sandboxed agent waits at until the test opens it:
+// a directory outside $HOME that trusted policy shares read-only with every
+// lease (read_only), in which open creates the file the agent waits for.
+// Removing the directory when the test ends opens it too, so that no agent
+// outlives a failed test. It sets the policy of the test's
+// XDG_CONFIG_HOME (faultRepo's).
+func agentGate(t *testing.T) (wait string, open func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "git-lease-gate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // the sandbox's uid reads it
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git-lease", "policy.toml"), fmt.Sprintf("read_only = [%q]\n", dir), 0o644)
+	gate := filepath.Join(dir, "open")
+	return fmt.Sprintf("until [ -e %s ] || [ ! -d %s ]; do sleep 0.05; done", gate, dir), func() { writeFile(t, gate, "", 0o644) }
+}
+
 // TestDetachedLifecycleEvents runs a detached headless lease whose agent
 // reads its prompt, reports itself blocked with a question and finishes;
 // the CLI that started it is gone, and a new git-lease process reconnects
@@ -73,8 +94,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the prompt arrived only after the sandbox and the runner were recorded.
 func TestDetachedLifecycleEvents(t *testing.T) {
 	dir := faultRepo(t)
-	agent := `read p; echo "prompt: $p"; echo "blocked: may I proceed?" > "$LEASE_STATE_FILE"; sleep 3; ` +
-		`echo working > "$LEASE_STATE_FILE"; sleep 0.5; echo done > result.txt`
+	gate, open := agentGate(t)
+	agent := `read p; echo "prompt: $p"; echo "blocked: may I proceed?" > "$LEASE_STATE_FILE"; ` + gate + `; ` +
+		`echo working > "$LEASE_STATE_FILE"; echo done > result.txt`
 	id := startDetached(t, dir, "--prompt", "fix it", "--", "sh", "-c", agent)
 	waitFor(t, "the agent to read its prompt", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "runs", id, "agent.log"))
@@ -100,13 +122,26 @@ func TestDetachedLifecycleEvents(t *testing.T) {
 	}
 	runnerFile := filepath.Join(dir, ".git", "lease", "runs", id, "runner.json")
 	runner, _ := os.ReadFile(runnerFile)
-	mustRun(t, dir, "wait", id) // a new process reconnects to the same runner
+	// A new process reconnects to the same runner while the agent waits;
+	// once the runner has recorded that, the agent may finish.
+	waited := make(chan error, 1)
+	go func() {
+		out, err := runLease(t, dir, nil, "wait", id)
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out)
+		}
+		waited <- err
+	}()
+	waitFor(t, "wait to reconnect", func() bool { return indexOf(logEvents(t, dir, id), "event:reconnected") >= 0 })
+	open()
+	if err := <-waited; err != nil {
+		t.Fatalf("git-lease wait: %v", err)
+	}
 	l = record(t, dir, id)
 	if after, _ := os.ReadFile(runnerFile); l.State != gitlease.Review || string(after) != string(runner) || len(runner) == 0 {
 		t.Fatalf("after wait: %s, runner %s (was %s)", l.State, after, runner)
 	}
-	// In this order, with reconnected somewhere while the agent ran (when
-	// wait asked, which the machine's load decides).
+	// In this order, with reconnected while the agent was blocked.
 	got := logEvents(t, dir, id)
 	want := []string{"provisioning", "event:supervisor-bound", "running", "event:working", "event:prompted", "event:blocked",
 		"event:working", "event:done", "collecting", "verifying", "review"}
@@ -201,7 +236,7 @@ func TestTwoHerdrLeasesAtOnceNeverTakeFocus(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			out, err := runLease(t, dir, nil, "start", "-q", "--supervisor", "herdr", "--prompt", "p", "--",
-				"sh", "-c", `read p; echo "blocked: ok?" > "$LEASE_STATE_FILE"; sleep 0.5; echo `+string(rune('a'+i))+` > f`+string(rune('a'+i)))
+				"sh", "-c", `read p; echo "blocked: ok?" > "$LEASE_STATE_FILE"; echo `+string(rune('a'+i))+` > f`+string(rune('a'+i)))
 			if err != nil {
 				t.Errorf("start %d: %v\n%s", i, err, out)
 				return
