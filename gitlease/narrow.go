@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // A repository's .lease.toml, read from the base commit, may only narrow
@@ -23,87 +24,13 @@ func narrow(eff *Effective, b []byte, source string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
-	trusted := eff.Policy
-	wider := func(key string, asked, allowed any) error {
-		return fmt.Errorf("%w: %s asks for %s = %v, but the trusted policy allows %v", ErrWiden, source, key, asked, allowed)
-	}
 	for _, k := range keys {
-		var err error
-		switch k {
-		case "provider":
-			if req.Provider != trusted.Provider {
-				err = wider(k, req.Provider, trusted.Provider)
-			}
-		case "limits.wall":
-			err = atMost(k, req.Limits.Wall, trusted.Limits.Wall, wider)
-		case "limits.cpu":
-			err = atMost(k, req.Limits.CPU, trusted.Limits.CPU, wider)
-		case "limits.memory":
-			err = atMost(k, req.Limits.Memory, trusted.Limits.Memory, wider)
-		case "limits.processes":
-			err = atMost(k, req.Limits.Processes, trusted.Limits.Processes, wider)
-		case "limits.disk":
-			err = atMost(k, req.Limits.Disk, trusted.Limits.Disk, wider)
-		case "limits.output":
-			err = atMost(k, req.Limits.Output, trusted.Limits.Output, wider)
-		case "limits.require_cgroup":
-			if !req.Limits.RequireCgroup && trusted.Limits.RequireCgroup {
-				err = wider(k, false, true)
-			}
-		case "read_only":
-			err = subset(k, req.ReadOnly, trusted.ReadOnly, wider)
-		case "network.allow":
-			var a string
-			if a, err = uncovered(req.Network.Allow, trusted.Network.Allow); err == nil && a != "" {
-				err = wider(k, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", trusted.Network.Allow))
-			}
-		case "credentials":
-			err = subset(k, req.Credentials, trusted.Credentials, wider)
-		case "result.max_files":
-			err = atMost(k, req.Result.MaxFiles, trusted.Result.MaxFiles, wider)
-		case "result.max_bytes":
-			err = atMost(k, req.Result.MaxBytes, trusted.Result.MaxBytes, wider)
-		case "result.max_binary_files":
-			err = atMost(k, req.Result.MaxBinaryFiles, trusted.Result.MaxBinaryFiles, wider)
-		case "result.symlinks":
-			if req.Result.Symlinks != trusted.Result.Symlinks && req.Result.Symlinks != "none" {
-				err = wider(k, req.Result.Symlinks, trusted.Result.Symlinks)
-			}
-		case "result.submodules":
-			if req.Result.Submodules && !trusted.Result.Submodules {
-				err = wider(k, true, false)
-			}
-		case "result.accept_at_apply":
-			err = subset(k, req.Result.AcceptAtApply, trusted.Result.AcceptAtApply, wider)
-		case "result.protected":
-			req.Result.Protected = union(trusted.Result.Protected, req.Result.Protected)
-		case "checks":
-			req.Checks = union(trusted.Checks, req.Checks)
-		case "bwrap.seccomp_allow":
-			err = subset(k, req.Bwrap.SeccompAllow, trusted.Bwrap.SeccompAllow, wider)
-		case "crabbox.pass_env":
-			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: it lets variables of your environment steer crabbox", ErrWiden, source, k)
-		case "agents", "credential_files":
-			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: agent presets and credential files name programs and files of your machine", ErrWiden, source, k)
-		case "crabbox.provider":
-			if req.Crabbox.Provider != trusted.Crabbox.Provider {
-				err = wider(k, req.Crabbox.Provider, trusted.Crabbox.Provider)
-			}
-		case "crabbox.sandboxed":
-			err = subset(k, req.Crabbox.Sandboxed, trusted.Crabbox.Sandboxed, wider)
-		case "crabbox.bin":
-			if req.Crabbox.Bin != trusted.Crabbox.Bin {
-				err = wider(k, req.Crabbox.Bin, trusted.Crabbox.Bin)
-			}
-		case "crabbox.ttl":
-			err = atMost(k, req.Crabbox.TTL, trusted.Crabbox.TTL, wider)
-		case "crabbox.idle_timeout":
-			err = atMost(k, req.Crabbox.IdleTimeout, trusted.Crabbox.IdleTimeout, wider)
-		case "crabbox.max_copy_bytes":
-			err = atMost(k, req.Crabbox.MaxCopyBytes, trusted.Crabbox.MaxCopyBytes, wider)
+		rule, ok := narrowing[k]
+		if !ok {
+			return fmt.Errorf("%w: %s sets %s, which no narrowing rule covers", ErrWiden, source, k)
 		}
-		if err != nil {
-			return err
+		if why := rule(&req, &eff.Policy); why != "" {
+			return fmt.Errorf("%w: %s %s", ErrWiden, source, strings.ReplaceAll(why, "{key}", k))
 		}
 		eff.Sources[k] = source
 	}
@@ -111,22 +38,119 @@ func narrow(eff *Effective, b []byte, source string) error {
 	return nil
 }
 
-// atMost refuses a limit above the trusted one, or an unbounded (zero)
-// limit where the trusted one is bounded.
-func atMost[T ~int | ~int64](key string, asked, allowed T, wider func(string, any, any) error) error {
-	if allowed > 0 && (asked == 0 || asked > allowed) {
-		return wider(key, asked, allowed)
-	}
-	return nil
+// A narrowing rule checks (or merges) one key of a request against the
+// trusted policy. It returns why the request widens it ("" when it does
+// not), following the source's name, with {key} for the key.
+type narrowRule func(req, trusted *Policy) string
+
+func wider(asked, allowed any) string {
+	return fmt.Sprintf("asks for {key} = %v, but the trusted policy allows %v", asked, allowed)
 }
 
-func subset(key string, asked, allowed []string, wider func(string, any, any) error) error {
-	for _, a := range asked {
-		if !slices.Contains(allowed, a) {
-			return wider(key, fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", allowed))
-		}
+func trustedOnly(why string) narrowRule {
+	return func(*Policy, *Policy) string {
+		return "sets {key}, which only trusted policy may set: " + why
 	}
-	return nil
+}
+
+func equalOnly[T comparable](field func(*Policy) T) narrowRule {
+	return func(req, trusted *Policy) string {
+		if field(req) != field(trusted) {
+			return wider(field(req), field(trusted))
+		}
+		return ""
+	}
+}
+
+// atMostRule refuses a limit above the trusted one, or an unbounded (zero)
+// limit where the trusted one is bounded.
+func atMostRule[T ~int | ~int64](field func(*Policy) T) narrowRule {
+	return func(req, trusted *Policy) string {
+		if asked, allowed := field(req), field(trusted); allowed > 0 && (asked == 0 || asked > allowed) {
+			return wider(asked, allowed)
+		}
+		return ""
+	}
+}
+
+func subsetRule(field func(*Policy) []string) narrowRule {
+	return func(req, trusted *Policy) string {
+		for _, a := range field(req) {
+			if !slices.Contains(field(trusted), a) {
+				return wider(fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", field(trusted)))
+			}
+		}
+		return ""
+	}
+}
+
+func unionRule(field func(*Policy) *[]string) narrowRule {
+	return func(req, trusted *Policy) string {
+		*field(req) = union(*field(trusted), *field(req))
+		return ""
+	}
+}
+
+const namesYourMachine = "agent presets and credential files name programs and files of your machine"
+
+// narrowing is the rule of every policy key (policyKeys and
+// trustedOnlyKeys); TestEveryPolicyKeyHasANarrowingRule walks Policy's TOML
+// keys, so that a new key without a rule fails the tests, and narrow
+// refuses a key it has no rule for.
+var narrowing = map[string]narrowRule{
+	"provider":         equalOnly(func(p *Policy) string { return p.Provider }),
+	"limits.wall":      atMostRule(func(p *Policy) Duration { return p.Limits.Wall }),
+	"limits.cpu":       atMostRule(func(p *Policy) Duration { return p.Limits.CPU }),
+	"limits.memory":    atMostRule(func(p *Policy) Size { return p.Limits.Memory }),
+	"limits.processes": atMostRule(func(p *Policy) int { return p.Limits.Processes }),
+	"limits.disk":      atMostRule(func(p *Policy) Size { return p.Limits.Disk }),
+	"limits.output":    atMostRule(func(p *Policy) Size { return p.Limits.Output }),
+	"limits.require_cgroup": func(req, trusted *Policy) string {
+		if !req.Limits.RequireCgroup && trusted.Limits.RequireCgroup {
+			return wider(false, true)
+		}
+		return ""
+	},
+	"read_only": subsetRule(func(p *Policy) []string { return p.ReadOnly }),
+	"network.allow": func(req, trusted *Policy) string {
+		a, err := uncovered(req.Network.Allow, trusted.Network.Allow)
+		if err != nil {
+			return "asks for {key}: " + err.Error()
+		}
+		if a != "" {
+			return wider(fmt.Sprintf("[%q]", a), fmt.Sprintf("%q", trusted.Network.Allow))
+		}
+		return ""
+	},
+	"credentials":             subsetRule(func(p *Policy) []string { return p.Credentials }),
+	"result.max_files":        atMostRule(func(p *Policy) int { return p.Result.MaxFiles }),
+	"result.max_bytes":        atMostRule(func(p *Policy) Size { return p.Result.MaxBytes }),
+	"result.max_binary_files": atMostRule(func(p *Policy) int { return p.Result.MaxBinaryFiles }),
+	"result.symlinks": func(req, trusted *Policy) string {
+		if req.Result.Symlinks != trusted.Result.Symlinks && req.Result.Symlinks != "none" {
+			return wider(req.Result.Symlinks, trusted.Result.Symlinks)
+		}
+		return ""
+	},
+	"result.submodules": func(req, trusted *Policy) string {
+		if req.Result.Submodules && !trusted.Result.Submodules {
+			return wider(true, false)
+		}
+		return ""
+	},
+	"result.accept_at_apply": subsetRule(func(p *Policy) []string { return p.Result.AcceptAtApply }),
+	"result.protected":       unionRule(func(p *Policy) *[]string { return &p.Result.Protected }),
+	"checks":                 unionRule(func(p *Policy) *[]string { return &p.Checks }),
+	"bwrap.seccomp_allow":    subsetRule(func(p *Policy) []string { return p.Bwrap.SeccompAllow }),
+	"crabbox.pass_env":       trustedOnly("it lets variables of your environment steer crabbox"),
+	"agents":                 trustedOnly(namesYourMachine),
+	"credential_files":       trustedOnly(namesYourMachine),
+	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),
+	"crabbox.sandboxed":      subsetRule(func(p *Policy) []string { return p.Crabbox.Sandboxed }),
+	"crabbox.bin":            equalOnly(func(p *Policy) string { return p.Crabbox.Bin }),
+	"crabbox.ttl":            atMostRule(func(p *Policy) Duration { return p.Crabbox.TTL }),
+	"crabbox.idle_timeout":   atMostRule(func(p *Policy) Duration { return p.Crabbox.IdleTimeout }),
+	"crabbox.max_copy_bytes": atMostRule(func(p *Policy) Size { return p.Crabbox.MaxCopyBytes }),
 }
 
 func union(a, b []string) []string {

@@ -245,9 +245,23 @@ func decodePolicy(b []byte, p *Policy) ([]string, error) {
 	if un := md.Undecoded(); len(un) > 0 {
 		return nil, fmt.Errorf("unknown setting %q (known: %s)", un[0].String(), strings.Join(policyKeys, ", "))
 	}
+	// Every key the document set, named as policyKeys name it (a preset's
+	// agents.claude.command is agents). A key that decoded into Policy but
+	// that no list names comes back as itself, for narrow to refuse.
+	known := append(slices.Clone(policyKeys), trustedOnlyKeys...)
 	var keys []string
-	for _, k := range append(slices.Clone(policyKeys), trustedOnlyKeys...) {
-		if md.IsDefined(strings.Split(k, ".")...) {
+	for _, key := range md.Keys() {
+		k := key.String()
+		for i := 1; i <= len(key); i++ {
+			if prefix := strings.Join(key[:i], "."); slices.Contains(known, prefix) {
+				k = prefix
+				break
+			}
+		}
+		if !slices.Contains(known, k) && md.Type(key...) == "Hash" {
+			continue // a table ([limits]); its keys come on their own
+		}
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}

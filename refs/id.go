@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 )
@@ -66,32 +65,41 @@ func (id ID) BranchRef() string { return "refs/heads/lease/" + string(id) }
 // Short is the first 8 characters, for tables.
 func (id ID) Short() string { return string(id)[:8] }
 
-// testSeedEnv makes ID generation deterministic for transcript tests: IDs are
-// derived from the seed and the first unused counter value. Never set it in
-// real use: IDs must be unpredictable so that leases never collide.
-const testSeedEnv = "GIT_LEASE_TEST_ID_SEED"
-
 // NewID returns a fresh random ID for which taken reports false.
-func NewID(taken func(ID) bool) (ID, error) {
-	seed := os.Getenv(testSeedEnv)
-	seeded := seed != ""
+func NewID(taken func(ID) bool) (ID, error) { return findID(taken, idSource()) }
+
+// findID returns the first ID that next gives (for n = 0, 1, …) that is not
+// taken.
+func findID(taken func(ID) bool, next func(n int) (ID, error)) (ID, error) {
 	for n := 0; n < 1000; n++ {
-		var id ID
-		if seeded {
-			sum := sha256.Sum256([]byte(fmt.Sprintf("%s:%d", seed, n)))
-			id = ID(hex.EncodeToString(sum[:])[:IDLen])
-		} else {
-			b := make([]byte, IDLen/2)
-			if _, err := rand.Read(b); err != nil {
-				return "", err
-			}
-			id = ID(hex.EncodeToString(b))
+		id, err := next(n)
+		if err != nil {
+			return "", err
 		}
 		if !taken(id) {
 			return id, nil
 		}
 	}
 	return "", errors.New("could not find an unused lease ID")
+}
+
+// randomID is an ID from the system's CSPRNG: unpredictable, so that
+// leases of different clones never collide.
+func randomID(int) (ID, error) {
+	b := make([]byte, IDLen/2)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return ID(hex.EncodeToString(b)), nil
+}
+
+// seededID derives IDs from seed and n, for tests whose output must not
+// change from run to run.
+func seededID(seed string) func(n int) (ID, error) {
+	return func(n int) (ID, error) {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s:%d", seed, n)))
+		return ID(hex.EncodeToString(sum[:])[:IDLen]), nil
+	}
 }
 
 // Resolve finds the one ID among known that starts with prefix. It returns

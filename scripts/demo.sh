@@ -4,6 +4,8 @@
 # install prefix is touched.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/debian-packages.sh"
+need_packages bwrap=bubblewrap
 "$here/scripts/install.sh"
 export PATH="${PREFIX:-$HOME/.local}/bin:$PATH"
 

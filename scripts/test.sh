@@ -8,18 +8,10 @@
 # repository; it skips without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-missing=()
-command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v git-lfs >/dev/null 2>&1 || missing+=(git-lfs)
-if [ ${#missing[@]} -gt 0 ]; then
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo=sudo
-	$sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-		{ $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+. scripts/debian-packages.sh
+need_packages bwrap=bubblewrap ssh-keygen=openssh-client curl=curl git-lfs=git-lfs
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
+go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
 # The tests run under scripts/leftovers, a child subreaper: any process
 # they started (a runner, a sandbox, a stand-in) that outlives them fails

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
 // PayloadType is the DSSE payload type of every envelope git-lease signs.
@@ -60,18 +58,22 @@ func Sign(s *Signer, st Statement) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := dsse.WrapSigner(sigstoreSigner{s}, PayloadType).SignMessage(bytes.NewReader(payload))
+	sig, err := s.signSSHSIG(bytes.NewReader(pae(PayloadType, payload)))
 	if err != nil {
 		return nil, err
 	}
-	env, err := decodeEnvelope(out)
-	if err != nil {
-		return nil, err
-	}
-	// sigstore's WrapSigner leaves keyid empty.
-	env.Signatures[0].KeyID = s.Fingerprint()
-	b, err := json.Marshal(env)
+	b, err := json.Marshal(envelope{
+		PayloadType: PayloadType,
+		Payload:     base64.StdEncoding.EncodeToString(payload),
+		Signatures:  []envelopeSignature{{KeyID: s.Fingerprint(), Sig: base64.StdEncoding.EncodeToString(sig)}},
+	})
 	return append(b, '\n'), err
+}
+
+// pae is DSSE's pre-authentication encoding of a payload, the bytes that
+// are signed: "DSSEv1 <len(type)> <type> <len(payload)> <payload>".
+func pae(payloadType string, payload []byte) []byte {
+	return fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(payload), payload)
 }
 
 // VerifyEnvelope checks that b is a DSSE envelope of PayloadType with a
@@ -92,21 +94,28 @@ func VerifyEnvelope(b []byte, allowed *AllowedSigners, wantPredicateType string)
 	if allowed == nil {
 		allowed = &AllowedSigners{}
 	}
-	v := &allowedVerifier{allowed: allowed, now: time.Now()}
-	var payload []byte
-	err = dsse.WrapVerifier(v, dsse.WithExpectedPayloadType(PayloadType), dsse.WithDecodedPayload(&payload)).
-		VerifySignature(bytes.NewReader(b), nil)
-	if err != nil {
-		if len(v.failures) > 0 {
-			return nil, Identity{}, errors.Join(v.failures...)
+	payload, _ := base64.StdEncoding.DecodeString(env.Payload) // checked by decodeEnvelope
+	message := pae(env.PayloadType, payload)
+	now := time.Now()
+	var signer Identity
+	var failures []error
+	for _, s := range env.Signatures {
+		blob, _ := base64.StdEncoding.DecodeString(s.Sig) // checked by decodeEnvelope
+		id, err := verifySSHSIG(allowed, now, blob, message)
+		if err == nil {
+			signer, failures = id, nil
+			break
 		}
-		return nil, Identity{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		failures = append(failures, err)
+	}
+	if failures != nil {
+		return nil, Identity{}, errors.Join(failures...)
 	}
 	st, err := parseStatement(payload, wantPredicateType)
 	if err != nil {
 		return nil, Identity{}, err
 	}
-	return st, v.signer, nil
+	return st, signer, nil
 }
 
 // decodeEnvelope decodes a DSSE envelope strictly: known fields only, no

@@ -125,10 +125,14 @@ func TestSignSSHKeyFile(t *testing.T) {
 	}
 }
 
-// pae is DSSE's pre-authentication encoding, written out independently of
-// the libraries under test.
-func pae(payloadType string, payload []byte) []byte {
-	return fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(payload), payload)
+// TestPAEIsTheSpecs checks the encoding that is signed against the DSSE
+// specification's own example, so that other DSSE implementations verify
+// git-lease's envelopes (ssh-keygen checks the signature over it below).
+func TestPAEIsTheSpecs(t *testing.T) {
+	got := string(pae("http://example.com/HelloWorld", []byte("hello world")))
+	if want := "DSSEv1 29 http://example.com/HelloWorld 11 hello world"; got != want {
+		t.Fatalf("pae = %q, want %q", got, want)
+	}
 }
 
 func TestSignInteropSSHKeygen(t *testing.T) {

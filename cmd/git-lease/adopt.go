@@ -21,11 +21,15 @@ git lease push leaves it out unless git config lease.shareTrustedLocal is true.
 Example:
    git lease adopt --pane w1:p2 --mission TICKET-7`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "pane", Required: true, Usage: "the Herdr pane the agent runs in"},
+			&cli.StringFlag{Name: "pane", Usage: "the Herdr pane the agent runs in (required)"},
 			&cli.StringFlag{Name: "mission", Usage: "the mission (task, ticket) the agent serves"},
 			jsonFlag,
 		},
+		ArgsUsage: "--pane PANE",
 		Action: func(c *cli.Context) error {
+			if c.String("pane") == "" {
+				return usagef("--pane is required: the Herdr pane the agent runs in\nusage: git lease adopt --pane PANE [--mission M]")
+			}
 			repo, err := openRepo()
 			if err != nil {
 				return err

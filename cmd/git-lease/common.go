@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/gitlease/escape"
@@ -79,10 +78,4 @@ func modeLabel(l *gitlease.Lease) string {
 		return string(l.Mode) + " (NOT sandboxed: the agent ran as you)"
 	}
 	return fmt.Sprintf("%s (%s)", l.Mode, l.Provider)
-}
-
-func isFlagError(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "flag provided but not defined") || strings.HasPrefix(s, "invalid value") ||
-		strings.Contains(s, "flag needs an argument") || strings.HasPrefix(s, "Required flag")
 }

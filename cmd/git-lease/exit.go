@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/refs"
@@ -52,10 +51,6 @@ func exitCode(err error) int {
 	case errors.Is(err, refs.ErrStale), errors.Is(err, gitlease.ErrTargetMoved), errors.Is(err, gitlease.ErrConflict), errors.Is(err, gitlease.ErrBusy):
 		fail(err)
 		return exitConflict
-	}
-	if isFlagError(err) {
-		fmt.Fprintf(os.Stderr, "git-lease: %v (see git lease help)\n", err)
-		return exitUsage
 	}
 	fail(err)
 	return exitFailed

@@ -35,9 +35,6 @@ Example:
 						return err
 					}
 					line, err := verify.InitKey(gitlease.KeyDir(), gitlease.SignerEmail(repo))
-					if errors.Is(err, verify.ErrKeyExists) {
-						return fmt.Errorf("%w: git lease keys show prints its allowed-signers line", err)
-					}
 					if err != nil {
 						return err
 					}

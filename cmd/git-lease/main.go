@@ -7,6 +7,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,7 +48,7 @@ func run(args []string) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "git lease",
 		Usage:   "run a coding agent in a disposable lease and review its work as a git branch",
 		Version: version,
@@ -97,6 +99,47 @@ Example:
 			os.Exit(exitUsage)
 		},
 	}
+	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return usageError{err.Error() + "\nusage: git lease COMMAND [options] (git lease --help for more)"}
+	}
+	shortUsageErrors(app.Commands, "git lease")
+	return app
+}
+
+// shortUsageErrors makes a flag mistake print one line and the command's
+// usage line, as git does, instead of the whole help page.
+func shortUsageErrors(cmds []*cli.Command, parent string) {
+	for _, cmd := range cmds {
+		name := parent + " " + cmd.Name
+		usage := "usage: " + name + " [options]"
+		if cmd.ArgsUsage != "" {
+			usage += " " + cmd.ArgsUsage
+		}
+		flags := cmd.Flags
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageError{flagMistake(err, flags) + "\n" + usage + " (" + name + " --help for more)"}
+		}
+		shortUsageErrors(cmd.Subcommands, name)
+	}
+}
+
+// flagValue finds the flag named in the flag package's "invalid value"
+// errors.
+var flagValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([a-z-]+): `)
+
+// flagMistake says what was wrong with a flag; for a duration, what one
+// looks like.
+func flagMistake(err error, flags []cli.Flag) string {
+	m := flagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	for _, f := range flags {
+		if _, ok := f.(*cli.DurationFlag); ok && slices.Contains(f.Names(), m[2]) {
+			return fmt.Sprintf("invalid value %q for --%s: a duration with a unit, such as 90s, 10m or 2h", m[1], m[2])
+		}
+	}
+	return err.Error()
 }
 
 // fail prints an error the way git does, on standard error. Errors quote

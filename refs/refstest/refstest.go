@@ -75,16 +75,20 @@ func Write(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
+// TestTag is the build tag of test builds: it compiles in the switches
+// (GIT_LEASE_FAULT, GIT_LEASE_TEST_ID_SEED) that release builds leave out.
+const TestTag = "gitleasetest"
+
 // Build builds the Go program at pkg, a path from the module root such as
-// ./testdata/crabbox-standin, as dir/name and returns that path. Under
-// go test -race it builds with -race too.
+// ./testdata/crabbox-standin, with TestTag, as dir/name and returns that
+// path. Under go test -race it builds with -race too.
 func Build(dir, name, pkg string) (string, error) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return "", fmt.Errorf("find the module root: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	args := []string{"build", "-o", path}
+	args := []string{"build", "-tags", TestTag, "-o", path}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
