@@ -192,6 +192,12 @@ func (x *Execution) checkoutToUpdate(ctx context.Context, target string, from, t
 		return false, fmt.Errorf("%s is checked out in %s: apply from there, or --onto another branch (git-lease never writes into another checkout)",
 			strings.TrimPrefix(target, "refs/heads/"), path)
 	}
+	// Checked before anything is recorded: with the branch moved and the
+	// checkout not, the user would have to run reconcile.
+	lock := filepath.Join(x.Repo.GitDir, "index.lock")
+	if _, err := os.Lstat(lock); err == nil {
+		return false, fmt.Errorf("your checkout's index is locked (%s exists): another git command is running here, or one crashed and left it; when none runs, remove it, then apply again (nothing was applied)", lock)
+	}
 	env := []string{"GIT_WORK_TREE=" + x.Repo.WorkTree}
 	status, err := x.Repo.GitAt(ctx, x.Repo.GitDir, env, nil, "status", "--porcelain", "--untracked-files=no")
 	if err != nil {

@@ -74,6 +74,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	if item, ok := x.stopRunner(ctx); ok {
 		add(item)
 	}
+	if item, ok := x.stopSandbox(); ok {
+		add(item)
+	}
 	// What the agent wrote is recorded before the sandbox goes: when the
 	// log does not hold it as a result, its listing and digest.
 	kept, recorded := x.recordDiscarded(ctx)

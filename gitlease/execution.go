@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -94,7 +95,7 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 	}
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, logMessage(next.ID, from, to, next.Reason), extra...)
 	if err != nil {
-		return err
+		return x.noSpace(err)
 	}
 	x.Lease, x.Tip = next, tip
 	return nil
@@ -111,7 +112,7 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 	msg := fmt.Sprintf("lease %s: %s: %s\n\nLease-ID: %s\nLease-State: %s\nLease-Event: %s\n", next.ID, next.State, event, next.ID, next.State, event)
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
 	if err != nil {
-		return err
+		return x.noSpace(err)
 	}
 	x.Lease, x.Tip = next, tip
 	return nil
@@ -210,4 +211,24 @@ func (x *Execution) CheckLog(n int) ([]byte, error) {
 		return nil, fmt.Errorf("lease %s has no check %d", x.Lease.ID, n)
 	}
 	return x.Repo.ReadFile(x.Tip, x.Lease.Result.Checks[n-1].Log, maxStoredLog*2)
+}
+
+// ErrNoSpace is wrapped by a failure to write for lack of disk space.
+var ErrNoSpace = errors.New("no space left on device")
+
+// noSpace makes a write that failed for lack of disk space say so, and
+// what to do: nothing was recorded, and what the lease had (the agent's
+// work in its sandbox) stays where it was. Other errors pass unchanged.
+func (x *Execution) noSpace(err error) error {
+	if !outOfSpace(err) || errors.Is(err, ErrNoSpace) {
+		return err
+	}
+	return fmt.Errorf("lease %s: %w (%v): it stays %s, its agent's work kept on disk: free disk space, then run git lease reconcile (or the command again)", x.Lease.ID, ErrNoSpace, err, x.Lease.State)
+}
+
+// outOfSpace reports whether err comes from a full disk or quota: an errno,
+// or git's own message for one.
+func outOfSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, ErrNoSpace) ||
+		strings.Contains(err.Error(), "No space left on device") || strings.Contains(err.Error(), "Disk quota exceeded")
 }

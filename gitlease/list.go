@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/verify"
 )
 
 // Broken is a lease log whose newest entry this git-lease cannot read: a
@@ -74,39 +75,68 @@ func brokenReason(id refs.ID, err error) string {
 
 // ListRemote loads the leases that the last git lease fetch from remote
 // found there, from the fetched logs (refs/remotes/<remote>/leases/<id>),
-// newest first. remote must be a configured remote name. A remote never
-// fetched from has none, and so has one after a plain git fetch --prune,
-// which deletes the fetched logs. Fetched logs it cannot read are left out.
-func ListRemote(repo *refs.Repo, remote string) ([]*Execution, error) {
+// newest first, and names the fetched logs it cannot read. remote must be a
+// configured remote name. A remote never fetched from has none, and so has
+// one after a plain git fetch --prune, which deletes the fetched logs.
+func ListRemote(repo *refs.Repo, remote string) ([]*Execution, []Broken, error) {
 	ids, err := repo.RemoteLeaseIDs(remote)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*Execution, 0, len(ids))
+	var broken []Broken
 	for _, id := range ids {
 		tip, err := repo.Ref(refs.RemoteLogRef(remote, id))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		x, err := LoadAt(repo, id, tip)
 		if err != nil {
+			broken = append(broken, Broken{ID: id, Log: tip.String(), Reason: brokenReason(id, err)})
 			continue
 		}
 		out = append(out, x)
 	}
 	newestFirst(out)
-	return out, nil
+	return out, broken, nil
 }
 
-// CheckIncoming reads a lease log that a fetch would write at
+// CheckIncoming reads a lease log that a fetch from remote would write at
 // refs/leases/<id> and says, in one line, why it must be kept out: its
-// record cannot be read, or names another lease. nil means it may come in.
-// A record from a newer git-lease may come in (it is shown read-only).
-func CheckIncoming(repo *refs.Repo, id refs.ID, tip plumbing.Hash) error {
+// record cannot be read, or names another lease; or, when allowed is not
+// nil, its evidence does not verify against those signers (VerifyLease,
+// with the review branch fetched beside it). nil means it may come in. A
+// record from a newer git-lease may come in (it is shown read-only).
+func CheckIncoming(ctx context.Context, repo *refs.Repo, remote string, id refs.ID, tip plumbing.Hash, allowed *verify.AllowedSigners) error {
 	if _, err := LoadAt(repo, id, tip); err != nil {
-		return fmt.Errorf("%s", brokenReason(id, err))
+		return fmt.Errorf("not a readable lease log: %s", brokenReason(id, err))
+	}
+	if allowed == nil {
+		return nil
+	}
+	branch, err := repo.Ref(refs.RemoteBranchRef(remote, id))
+	if err != nil {
+		return err
+	}
+	if rep := VerifyLease(ctx, repo, id, tip, branch, allowed); !rep.OK {
+		more := ""
+		if n := len(rep.Problems) - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more)", n)
+		}
+		return fmt.Errorf("it does not verify against your allowed signers: %s%s", rep.Problems[0], more)
 	}
 	return nil
+}
+
+// FetchSigners are the allowed signers that fetch verifies incoming leases
+// against: those configured (lease.allowedSignersFile, else
+// gpg.ssh.allowedSignersFile), with your own key, so that your leases
+// come back; nil when none are configured (fetch then only reads them).
+func FetchSigners(repo *refs.Repo) (*verify.AllowedSigners, error) {
+	if gitConfig(repo, "lease.allowedSignersFile") == "" && gitConfig(repo, "gpg.ssh.allowedSignersFile") == "" {
+		return nil, nil
+	}
+	return AllowedSigners(repo, "", true)
 }
 
 // removedLog is where git-lease notes every log it deleted without it

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/refs"
 )
 
 // ErrTimeout is returned by Wait when the lease is still running at its
@@ -130,14 +130,21 @@ func Attach(ctx context.Context, x *Execution) error {
 	return sup.Attach(ctx, *x.Lease.Supervisor)
 }
 
-// CollectPartial collects what a canceled agent left, on the user's
-// request: the delta is verified like any result and goes to review.
+// CollectPartial collects what a canceled or failed agent left, on the
+// user's request: the sandbox's delta is collected again, verified and
+// signed like any result, and goes to review, checked out only into the
+// lease's review worktree. The agent's record stays as it ended. It
+// refuses when the delta is gone (cleaned up), and when a person's files in
+// the review worktree would be overwritten.
 func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error {
-	if x.Lease.State != Canceled {
-		return fmt.Errorf("lease %s is %s: collect --partial is for canceled leases", x.Lease.ID, x.Lease.State)
+	if x.Lease.State != Canceled && x.Lease.State != Failed {
+		return fmt.Errorf("lease %s is %s: collect --partial is for canceled and failed leases", x.Lease.ID, x.Lease.State)
 	}
 	if x.StartedElsewhere() {
 		return x.startedElsewhere("collect it")
+	}
+	if x.ReadOnly() {
+		return fmt.Errorf("lease %s: %w", x.Lease.ID, ErrNewerRecord)
 	}
 	if _, err := Signing(x.Repo, progress); err != nil {
 		return err
@@ -158,11 +165,22 @@ func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error
 	if _, err := os.Lstat(d.Root); err != nil {
 		return fmt.Errorf("lease %s: its partial delta is gone (cleaned up?): %w", x.Lease.ID, err)
 	}
-	if err := x.Move(ctx, Collecting, func(l *Lease) {
-		if l.Agent == nil {
-			l.Agent = &AgentRun{}
+	if !x.agentWroteWorktree() {
+		e, err := x.worktreeEdits(ctx, refs.EmptyTree)
+		if err != nil {
+			return fmt.Errorf("lease %s: its review worktree: %w", x.Lease.ID, err)
 		}
-		l.Agent.Exit = sandbox.Exit{Detail: "canceled; collected partially on request"}
+		if e != nil {
+			return fmt.Errorf("lease %s: its review worktree %s holds files the lease did not put there (%d paths, first %s): move them away, then collect again", x.Lease.ID, x.Worktree(), len(e.paths), e.paths[0])
+		}
+	}
+	why := x.Lease.Reason
+	if why == "" {
+		why = string(x.Lease.State)
+	}
+	if err := x.Move(ctx, Collecting, func(l *Lease) {
+		l.PartialCollect = true
+		l.Reason = why + "; what the agent left was collected on request (collect --partial)"
 	}, nil); err != nil {
 		return err
 	}

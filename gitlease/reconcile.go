@@ -223,6 +223,13 @@ func (x *Execution) recoverVanished(ctx context.Context, why string, progress io
 	if out, n, ok := x.outputSoFar(); ok {
 		files[outputFile], agent.OutputBytes = out, n
 	}
+	// Nothing may write the delta while it is collected.
+	if item, ok := x.stopSandbox(); ok {
+		if item.Action == "failed" {
+			return "", fmt.Errorf("its sandbox outlived its runner and could not be stopped (%s): run git lease reconcile again", item.Detail)
+		}
+		why += "; its sandbox outlived it and was stopped (" + item.Detail + ")"
+	}
 	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
 	var d sandbox.Delta
 	if _, remote := p.(sandbox.Collector); err == nil && !remote {

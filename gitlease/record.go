@@ -73,6 +73,10 @@ type Lease struct {
 	AgentPreset string `json:"agent_preset,omitempty"`
 	// Agent is how the agent's run ended.
 	Agent *AgentRun `json:"agent,omitempty"`
+	// PartialCollect is set when the user asked git lease collect --partial
+	// for what a canceled or failed agent left: that result goes to review
+	// like any other, though Agent says the agent did not finish.
+	PartialCollect bool `json:"partial_collect,omitempty"`
 	// Result is the collected result, once there is one.
 	Result *Result `json:"result,omitempty"`
 	// Findings are the security findings about this lease: rejected

@@ -24,7 +24,8 @@ import (
 // branch at the result. A result that breaks a rule is quarantined: its
 // findings and evidence are recorded, nothing is materialized and the
 // branch stays at the base. An agent that failed leaves a failed lease that
-// still records what it changed.
+// still records what it changed, unless the user asked for that partial
+// result (collect --partial).
 func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
 	vp := x.Lease.Policy.verifyPolicy()
@@ -79,7 +80,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 	if len(findings) > 0 && !(readable && x.acceptable(findings)) || len(x.quarantiningEscapes()) > 0 {
 		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
 	}
-	if reason := x.Lease.Agent.failure(); reason != "" {
+	if reason := x.Lease.Agent.failure(); reason != "" && !x.Lease.PartialCollect {
 		result.Status = "failed"
 		files[resultFile] = result.marshal()
 		return x.Move(ctx, Failed, func(l *Lease) { l.Result, l.Reason = result, reason }, files)

@@ -97,6 +97,11 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
+	if err := x.recordSandbox(proc); err != nil {
+		proc.Kill()
+		proc.Wait()
+		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
+	}
 	receipts := []Receipt{
 		{Kind: "provider", Name: provider.Name(), ID: id, Detail: proc.Enforcement()},
 		endpointReceipt(endpoint),

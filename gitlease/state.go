@@ -25,13 +25,17 @@ const (
 
 // transitions is the one table of legal state changes. A rebased lease
 // goes from provisioning straight to collecting: its result comes from a
-// merge, not from an agent. A quarantined lease can only be applied in
-// part: the paths that no finding names, verified again on their own.
+// merge, not from an agent. A canceled or failed lease is collected again
+// on request (collect --partial): what its agent left goes through the same
+// collection and verification as any result. A quarantined lease can only
+// be applied in part: the paths that no finding names, verified again on
+// their own.
 var transitions = map[State][]State{
 	New:          {Provisioning},
 	Provisioning: {Running, Collecting, Failed},
 	Running:      {Collecting, Failed, Canceled},
 	Canceled:     {Collecting}, // collect --partial
+	Failed:       {Collecting}, // collect --partial
 	Collecting:   {Verifying, Failed},
 	Verifying:    {Review, Quarantined, Failed},
 	Review:       {Applied, Rejected},

@@ -11,6 +11,8 @@ import (
 // or "" when it is unset. All of git's configuration is read once, with one
 // git process, and kept for the life of the Repo.
 func (r *Repo) Config(key string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.config == nil {
 		r.config = map[string]string{}
 		out, err := r.GitAt(context.Background(), r.GitDir, nil, nil, "config", "--list", "-z")

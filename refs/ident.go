@@ -25,18 +25,22 @@ type ident struct {
 // time), so lease logs are authored like any other commit. When git has no
 // identity configured, git-lease signs as "git-lease <git-lease@localhost>".
 func (r *Repo) Identity() (object.Signature, error) {
+	r.mu.Lock()
 	if r.ident == nil {
 		id, err := r.readIdent()
 		if err != nil {
+			r.mu.Unlock()
 			return object.Signature{}, err
 		}
 		r.ident = id
 	}
+	id := r.ident
+	r.mu.Unlock()
 	when := time.Now()
-	if r.ident.pinned != nil {
-		when = *r.ident.pinned
+	if id.pinned != nil {
+		when = *id.pinned
 	}
-	return object.Signature{Name: r.ident.name, Email: r.ident.email, When: when}, nil
+	return object.Signature{Name: id.name, Email: id.email, When: when}, nil
 }
 
 func (r *Repo) readIdent() (*ident, error) {

@@ -39,25 +39,27 @@ func (r *Repo) HasObject(h plumbing.Hash) bool {
 // WriteBlobFrom streams size bytes from rd into a new loose blob and returns
 // its hash. want, when not zero, must match the written content.
 func (r *Repo) WriteBlobFrom(rd io.Reader, size int64, want plumbing.Hash) (plumbing.Hash, error) {
-	w, header, err := r.store.ObjectStorage.LazyWriter()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := header(plumbing.BlobObject, size); err != nil {
-		w.Close()
-		return plumbing.ZeroHash, err
-	}
-	n, err := io.Copy(w, io.LimitReader(rd, size))
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
+	var n int64
+	var got plumbing.Hash
+	err := r.store.writeLoose(func(w io.WriteCloser, header func(plumbing.ObjectType, int64) error) error {
+		if err := header(plumbing.BlobObject, size); err != nil {
+			w.Close()
+			return err
+		}
+		var err error
+		n, err = io.Copy(w, io.LimitReader(rd, size))
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		got = w.(interface{ Hash() plumbing.Hash }).Hash()
+		return err
+	})
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if n != size {
 		return plumbing.ZeroHash, fmt.Errorf("file changed size while reading (%d bytes, expected %d)", n, size)
 	}
-	got := w.(interface{ Hash() plumbing.Hash }).Hash()
 	if !want.IsZero() && got != want {
 		return plumbing.ZeroHash, fmt.Errorf("file changed while it was stored (blob %s, expected %s)", got, want)
 	}

@@ -124,7 +124,7 @@ func (r *Repo) FetchLeasesChecked(ctx context.Context, remote string, check func
 			}
 			if why, ok := refused[id]; ok {
 				if ns.local == "refs/leases/" {
-					rep.Skipped = append(rep.Skipped, SkippedRef{name, "not a readable lease log, kept out: " + why})
+					rep.Skipped = append(rep.Skipped, SkippedRef{name, "kept out: " + why})
 				} else {
 					rep.Skipped = append(rep.Skipped, SkippedRef{name, "its lease log was kept out"})
 				}

@@ -12,6 +12,12 @@ func RemoteLogRef(remote string, id ID) string {
 	return trackingPrefix(remote) + "leases/" + string(id)
 }
 
+// RemoteBranchRef is where FetchLeases keeps remote's review branch of id:
+// refs/remotes/<remote>/lease/<id>.
+func RemoteBranchRef(remote string, id ID) string {
+	return trackingPrefix(remote) + "lease/" + string(id)
+}
+
 // DefaultRemote is the remote to push leases to and fetch them from when
 // the user names none: the remote of the upstream of the branch checked out
 // here, else "origin". It does not check that the remote exists; PushLeases

@@ -44,6 +44,9 @@ type Repo struct {
 	// gpgsig header (an armored SSH signature, as git writes one).
 	CommitSigner func(payload []byte) (string, error)
 
+	// mu guards ident and config, read once on first use by whichever
+	// goroutine asks first.
+	mu     sync.Mutex
 	ident  *ident
 	config map[string]string // Config's cache
 	// drivers caches neutralDrivers per git dir and environment: the
@@ -101,7 +104,7 @@ func (r *Repo) openStore() error {
 // objects/info/alternates entries through alternates.
 func (r *Repo) openStoreOn(fs, alternates billy.Filesystem) error {
 	// Pack files stay open between reads (go-git reopens them for every
-	// object otherwise): objects must then be read from one goroutine.
+	// object otherwise): the store reads them one call at a time.
 	r.store = newStore(filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: alternates, KeepDescriptors: true}))
 	repo, err := git.Open(r.store, nil)
 	if err != nil {

@@ -174,6 +174,16 @@ type SharedFiles interface {
 	ReadShared(sandboxPath string, max int) []byte
 }
 
+// Holders is implemented by a Process whose sandbox lives in host
+// processes that outlast no one: Holders are the PIDs whose end is the end
+// of every process of the sandbox (for bwrap: bwrap itself, and the first
+// process of the sandbox's PID namespace, whose end makes the kernel kill
+// the rest of the namespace). The lease records them with their start
+// times, so that cleanup and reconcile can confirm the sandbox is gone.
+type Holders interface {
+	Holders() []int
+}
+
 // Bypass counts what a sandbox's own network stack refused to send: each a
 // connection or datagram that tried to leave the sandbox without the proxy.
 type Bypass struct {

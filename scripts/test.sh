@@ -14,7 +14,15 @@ need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client cur
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
-go test -count=1 -timeout 15m ./...
+# The tests run under scripts/leftovers, a child subreaper: any process
+# they started (a runner, a sandbox, a stand-in) that outlives them fails
+# the run, named.
+go run ./scripts/leftovers -- go test -count=1 -timeout 15m ./...
+# The concurrency tests again under the race detector: goroutines sharing
+# one Repo (refs, gitlease), and concurrent git-lease processes, whose
+# binary the tests then build with -race too (cmd/git-lease). Only those,
+# since -race makes everything slower.
+go run ./scripts/leftovers -- go test -race -count=1 -timeout 10m -run '^(TestOneRepoServesManyGoroutines|TestConcurrent.*)$' ./refs/ ./gitlease/ ./cmd/git-lease/
 # Every fuzz target, briefly. The budget is a count of inputs, not a time:
 # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
 # failure ("context deadline exceeded", go.dev/issue/75804) on a busy

@@ -136,6 +136,10 @@ func TestOneBadRefNeverBreaksTheTool(t *testing.T) {
 	if refs := refstest.Git(t, mate, "for-each-ref", "refs/leases/"); strings.Contains(refs, junk) || !strings.Contains(refs, good) {
 		t.Fatalf("fetch let the junk log in:\n%s", refs)
 	}
+	stdout, stderr, err = runSplit(t, mate, "ls", "--remote", "origin")
+	if err != nil || !strings.Contains(stdout, good) || !strings.Contains(stderr, "lease "+junk+": unreadable") {
+		t.Fatalf("ls --remote does not name the unreadable fetched log: %v\n%s\n%s", err, stdout, stderr)
+	}
 
 	if out, err := runLease(t, dir, nil, "doctor"); err == nil || !strings.Contains(out, "broken\t"+junk) || !strings.Contains(out, "newer\t"+newer) {
 		t.Fatalf("doctor: %v\n%s", err, out)

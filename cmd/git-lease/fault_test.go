@@ -361,19 +361,32 @@ func TestAppliesTakeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	main := refstest.Git(t, dir, "rev-parse", "main")
+	apply := exec.Command(filepath.Join(binDir, "git-lease"), "apply", id)
+	apply.Dir = dir
+	var out strings.Builder
+	apply.Stdout, apply.Stderr = &out, &out
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() {
-		out, err := runLease(t, dir, nil, "apply", id)
+		err := apply.Wait()
 		if err != nil {
-			err = fmt.Errorf("%v: %s", err, out)
+			err = fmt.Errorf("%v: %s", err, out.String())
 		}
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		t.Fatalf("apply finished while another held the apply lock: %v", err)
-	case <-time.After(1500 * time.Millisecond):
-	}
+	// The kernel lists a process waiting for a flock as "-> FLOCK … pid".
+	waiting := regexp.MustCompile(fmt.Sprintf(`(?m)-> FLOCK +ADVISORY +WRITE +%d `, apply.Process.Pid))
+	waitFor(t, "apply to wait for the lock", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("apply finished while another held the apply lock: %v", err)
+		default:
+		}
+		b, _ := os.ReadFile("/proc/locks")
+		return waiting.Match(b)
+	})
 	if now := refstest.Git(t, dir, "rev-parse", "main"); now != main {
 		t.Fatal("main moved while another apply held the lock")
 	}

@@ -29,7 +29,11 @@ is created, a log or branch behind the remote's is fast-forwarded, and one that
 diverged from the remote's is reported and never overwritten (exit 1). Each
 fetched log is read first: one whose record git-lease cannot read (no
 lease.json, a record naming another lease) is kept out of refs/leases, with its
-review branch, and listed as skipped with the reason. Notes are
+review branch, and listed as skipped with the reason. When allowed signers are
+configured (git config lease.allowedSignersFile, else
+gpg.ssh.allowedSignersFile), each fetched lease is also verified as git lease
+verify would (your own key counts), and one that does not verify is kept out
+the same way. Notes are
 merged so that none is lost. REMOTE must be a configured remote; it defaults to
 the remote of the current branch's upstream, else origin. A plain
 git fetch --prune deletes refs/remotes/REMOTE/leases/*: git lease fetch again.
@@ -51,8 +55,12 @@ Example:
 			if remote == "" {
 				remote = repo.DefaultRemote(c.Context)
 			}
+			allowed, err := gitlease.FetchSigners(repo)
+			if err != nil {
+				return err
+			}
 			rep, err := repo.FetchLeasesChecked(c.Context, remote, func(id refs.ID, tip plumbing.Hash) error {
-				return gitlease.CheckIncoming(repo, id, tip)
+				return gitlease.CheckIncoming(c.Context, repo, remote, id, tip, allowed)
 			})
 			if err != nil {
 				return err

@@ -192,13 +192,20 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 	if err == nil || quarantined == "" {
 		t.Fatalf("a protected path did not quarantine the result (%v):\n%s", err, out)
 	}
-	for _, id := range []string{applied, rejected, quarantined} {
+	// A failed agent's work, taken to review on request (partial_collect).
+	out, err = runLease(t, dir, nil, "start", "-q", "--", "sh", "-c", `echo half > d.txt; exit 3`)
+	partial := leaseID(out)
+	if err == nil || partial == "" {
+		t.Fatalf("a failing agent's lease did not fail (%v):\n%s", err, out)
+	}
+	mustRun(t, dir, "collect", "--partial", partial)
+	for _, id := range []string{applied, rejected, quarantined, partial} {
 		mustRun(t, dir, "cleanup", id)
 	}
 
 	schemas := loadSchemas(t)
 	seen := map[string]bool{}
-	for _, id := range []string{applied, rejected, quarantined} {
+	for _, id := range []string{applied, rejected, quarantined, partial} {
 		for _, commit := range strings.Split(refstest.Git(t, dir, "rev-list", "refs/leases/"+id), "\n") {
 			checkLogCommit(t, dir, schemas, id, commit)
 		}

@@ -9,14 +9,15 @@ import (
 )
 
 // listLeases loads this repository's leases, or with remote the leases
-// fetched from it, saying how to get them when there are none.
+// fetched from it, saying how to get them when there are none; with the
+// logs it cannot read.
 func listLeases(repo *refs.Repo, remote string) ([]*gitlease.Execution, []gitlease.Broken, error) {
 	if remote == "" {
 		return gitlease.ListAll(repo)
 	}
-	all, err := gitlease.ListRemote(repo, remote)
-	if err == nil && len(all) == 0 {
+	all, broken, err := gitlease.ListRemote(repo, remote)
+	if err == nil && len(all) == 0 && len(broken) == 0 {
 		fmt.Fprintf(os.Stderr, "git-lease: no leases fetched from %s: run git lease fetch %s (a plain git fetch --prune deletes what it fetched)\n", remote, remote)
 	}
-	return all, nil, err
+	return all, broken, err
 }

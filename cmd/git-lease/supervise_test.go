@@ -68,6 +68,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// agentGate is a gate a sandboxed agent waits at until the test opens it:
+// a directory outside $HOME that trusted policy shares read-only with every
+// lease (read_only), in which open creates the file the agent waits for.
+// Removing the directory when the test ends opens it too, so that no agent
+// outlives a failed test. It sets the policy of the test's
+// XDG_CONFIG_HOME (faultRepo's).
+func agentGate(t *testing.T) (wait string, open func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "git-lease-gate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // the sandbox's uid reads it
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git-lease", "policy.toml"), fmt.Sprintf("read_only = [%q]\n", dir), 0o644)
+	gate := filepath.Join(dir, "open")
+	return fmt.Sprintf("until [ -e %s ] || [ ! -d %s ]; do sleep 0.05; done", gate, dir), func() { writeFile(t, gate, "", 0o644) }
+}
+
 // TestDetachedLifecycleEvents runs a detached headless lease whose agent
 // reads its prompt, reports itself blocked with a question and finishes;
 // the CLI that started it is gone, and a new git-lease process reconnects
@@ -75,8 +96,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the prompt arrived only after the sandbox and the runner were recorded.
 func TestDetachedLifecycleEvents(t *testing.T) {
 	dir := faultRepo(t)
-	agent := `read p; echo "prompt: $p"; echo "blocked: may I proceed?" > "$LEASE_STATE_FILE"; sleep 3; ` +
-		`echo working > "$LEASE_STATE_FILE"; sleep 0.5; echo done > result.txt`
+	gate, open := agentGate(t)
+	agent := `read p; echo "prompt: $p"; echo "blocked: may I proceed?" > "$LEASE_STATE_FILE"; ` + gate + `; ` +
+		`echo working > "$LEASE_STATE_FILE"; echo done > result.txt`
 	id := startDetached(t, dir, "--prompt", "fix it", "--", "sh", "-c", agent)
 	waitFor(t, "the agent to read its prompt", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, ".git", "lease", "runs", id, "agent.log"))
@@ -102,13 +124,26 @@ func TestDetachedLifecycleEvents(t *testing.T) {
 	}
 	runnerFile := filepath.Join(dir, ".git", "lease", "runs", id, "runner.json")
 	runner, _ := os.ReadFile(runnerFile)
-	mustRun(t, dir, "wait", id) // a new process reconnects to the same runner
+	// A new process reconnects to the same runner while the agent waits;
+	// once the runner has recorded that, the agent may finish.
+	waited := make(chan error, 1)
+	go func() {
+		out, err := runLease(t, dir, nil, "wait", id)
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out)
+		}
+		waited <- err
+	}()
+	waitFor(t, "wait to reconnect", func() bool { return indexOf(logEvents(t, dir, id), "event:reconnected") >= 0 })
+	open()
+	if err := <-waited; err != nil {
+		t.Fatalf("git-lease wait: %v", err)
+	}
 	l = record(t, dir, id)
 	if after, _ := os.ReadFile(runnerFile); l.State != gitlease.Review || string(after) != string(runner) || len(runner) == 0 {
 		t.Fatalf("after wait: %s, runner %s (was %s)", l.State, after, runner)
 	}
-	// In this order, with reconnected somewhere while the agent ran (when
-	// wait asked, which the machine's load decides).
+	// In this order, with reconnected while the agent was blocked.
 	got := logEvents(t, dir, id)
 	want := []string{"provisioning", "event:supervisor-bound", "running", "event:working", "event:prompted", "event:blocked",
 		"event:working", "event:done", "collecting", "verifying", "review"}
@@ -203,7 +238,7 @@ func TestTwoHerdrLeasesAtOnceNeverTakeFocus(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			out, err := runLease(t, dir, nil, "start", "-q", "--supervisor", "herdr", "--prompt", "p", "--",
-				"sh", "-c", `read p; echo "blocked: ok?" > "$LEASE_STATE_FILE"; sleep 0.5; echo `+string(rune('a'+i))+` > f`+string(rune('a'+i)))
+				"sh", "-c", `read p; echo "blocked: ok?" > "$LEASE_STATE_FILE"; echo `+string(rune('a'+i))+` > f`+string(rune('a'+i)))
 			if err != nil {
 				t.Errorf("start %d: %v\n%s", i, err, out)
 				return
@@ -359,6 +394,13 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", runner.PID)); !strings.Contains(string(cmdline), gitlease.RunnerArg) {
 		t.Fatalf("pid %d is not the runner: %q", runner.PID, cmdline)
 	}
+	holders := sandboxHolders(t, filepath.Join(run, id))
+	if len(holders) != 2 {
+		t.Fatalf("sandbox.json names %d processes, want bwrap and the sandbox's first: %+v", len(holders), holders)
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", holders[1].PID)); !strings.Contains(string(cmdline), "lease-gate") {
+		t.Fatalf("pid %d is not the sandbox's first process: %q", holders[1].PID, cmdline)
+	}
 	if err := syscall.Kill(runner.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -367,6 +409,11 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 		return strings.Contains(out, "nothing runs it")
 	})
 	repair := mustRun(t, dir, "reconcile")
+	for _, h := range holders {
+		if headless.ProcessAlive(h.PID, h.StartTime) {
+			t.Fatalf("sandbox process %d outlived its runner and reconcile", h.PID)
+		}
+	}
 	l := record(t, dir, id)
 	if l.State != gitlease.Failed || l.Result == nil || l.Result.Status != "failed" || l.Agent == nil || !l.Agent.RunnerGone {
 		t.Fatalf("after reconcile: %s %q %+v\n%s", l.State, l.Reason, l.Result, repair)
@@ -396,6 +443,55 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 	}
 	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("a second reconcile:\n%s", out)
+	}
+	// The reviewer takes the partial result: it is collected again,
+	// verified, signed and checked out into the review worktree only.
+	head := refstest.Git(t, dir, "rev-parse", "HEAD")
+	mustRun(t, dir, "collect", "--partial", id)
+	l = record(t, dir, id)
+	if l.State != gitlease.Review || l.Result.Status != "ok" || !l.Agent.RunnerGone || !l.PartialCollect {
+		t.Fatalf("after collect --partial: %s %q %+v %+v", l.State, l.Reason, l.Result, l.Agent)
+	}
+	if tip := refstest.Git(t, dir, "rev-parse", "lease/"+id); tip != l.Result.Commit {
+		t.Fatalf("branch lease/%s is at %s, not the result %s", id, tip, l.Result.Commit)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".git", "lease", "worktrees", id, "part.txt")); err != nil || string(b) != "partial work\n" {
+		t.Fatalf("the review worktree does not show the partial result: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "part.txt")); !os.IsNotExist(err) || refstest.Git(t, dir, "rev-parse", "HEAD") != head {
+		t.Fatalf("collect --partial wrote outside the review worktree: %v", err)
+	}
+	mustRun(t, dir, "verify", id)
+	mustRun(t, dir, "apply", id)
+	if b, err := os.ReadFile(filepath.Join(dir, "part.txt")); err != nil || string(b) != "partial work\n" {
+		t.Fatalf("apply of the partial result: %q %v", b, err)
+	}
+}
+
+// TestCollectPartialKeepsAPersonsFiles: collect --partial of a failed
+// lease refuses, and changes nothing, when a person put files in the
+// review worktree that checking the result out would overwrite.
+func TestCollectPartialKeepsAPersonsFiles(t *testing.T) {
+	dir := faultRepo(t)
+	id := startDetached(t, dir, "--", "sh", "-c", "echo agent > part.txt; exit 3")
+	waitFor(t, "the agent to fail", func() bool { return record(t, dir, id).State == gitlease.Failed })
+	mine := filepath.Join(dir, ".git", "lease", "worktrees", id, "part.txt")
+	writeFile(t, mine, "mine\n", 0o644)
+	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
+	out, err := runLease(t, dir, nil, "collect", "--partial", id)
+	if err == nil || !strings.Contains(out, "holds files the lease did not put there") {
+		t.Fatalf("collect --partial over a person's file: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine\n" {
+		t.Fatalf("the person's file was overwritten: %q", b)
+	}
+	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
+		t.Fatalf("a refused collect --partial wrote to the log")
+	}
+	os.Remove(mine)
+	mustRun(t, dir, "collect", "--partial", id)
+	if b, _ := os.ReadFile(mine); string(b) != "agent\n" {
+		t.Fatalf("the review worktree after collect --partial: %q", b)
 	}
 }
 
@@ -427,6 +523,60 @@ func TestCleanupRecordsWhatItDiscards(t *testing.T) {
 	mustRun(t, dir, "cleanup", id)
 	if after := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id); after != before {
 		t.Fatalf("a second cleanup wrote to the log")
+	}
+}
+
+// sandboxHolders reads the processes a lease recorded as holding its
+// sandbox (sandbox.json in its run directory).
+func sandboxHolders(t *testing.T, run string) []headless.Runner {
+	t.Helper()
+	var procs []headless.Runner
+	b, err := os.ReadFile(filepath.Join(run, "sandbox.json"))
+	if err != nil || json.Unmarshal(b, &procs) != nil {
+		t.Fatalf("sandbox.json: %v %s", err, b)
+	}
+	return procs
+}
+
+// lingering starts a process of the test's that stands in for one a lease
+// left running, and returns it with its start time.
+func lingering(t *testing.T) headless.Runner {
+	t.Helper()
+	linger := exec.Command("sleep", "300")
+	if err := linger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { linger.Wait(); close(exited) }()
+	t.Cleanup(func() { linger.Process.Kill(); <-exited })
+	start, err := headless.StartTime(linger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return headless.Runner{PID: linger.Process.Pid, StartTime: start}
+}
+
+// TestCleanupConfirmsTheSandboxIsGone: a process that holds a lease's
+// sandbox (sandbox.json: PID and start time) is still alive at cleanup
+// although the runner is gone; cleanup stops it, names it in the receipt,
+// and confirms only once it has exited. (A process of the test's stands in
+// for a lingering sandbox.)
+func TestCleanupConfirmsTheSandboxIsGone(t *testing.T) {
+	dir := faultRepo(t)
+	id := startLease(t, dir, "echo done > d.txt")
+	run := filepath.Join(dir, ".git", "lease", "runs", id)
+	if holders := sandboxHolders(t, run); len(holders) != 2 || headless.ProcessAlive(holders[0].PID, holders[0].StartTime) {
+		t.Fatalf("the sandbox of a finished lease: %+v", holders)
+	}
+	p := lingering(t)
+	b, _ := json.Marshal([]headless.Runner{p})
+	writeFile(t, filepath.Join(run, "sandbox.json"), string(b), 0o600)
+	out := mustRun(t, dir, "cleanup", id)
+	if !regexp.MustCompile(fmt.Sprintf(`sandbox-processes +stopped +pid %d`, p.PID)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {
+		t.Fatalf("cleanup with a sandbox process alive:\n%s", out)
+	}
+	if headless.ProcessAlive(p.PID, p.StartTime) { // a zombie until the test reaps it
+		t.Fatalf("the sandbox process still runs after cleanup confirmed")
 	}
 }
 

@@ -296,3 +296,62 @@ func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTakesAPartialCollect: a failed lease pushed for review, then
+// collected on request (failed -> collecting -> … -> review), pushes
+// again: the server's hook verifies the new entries as legal transitions.
+func TestServerTakesAPartialCollect(t *testing.T) {
+	tm := newTeam(t)
+	out, err := runLease(t, tm.author, nil, "start", "-q", "--", "sh", "-c", "echo half > bug.txt; exit 3")
+	id := leaseID(out)
+	if err == nil || id == "" {
+		t.Fatalf("a failing agent's start: %v\n%s", err, out)
+	}
+	mustRun(t, tm.author, "push")
+	mustRun(t, tm.author, "collect", "--partial", id)
+	if out, err := runLease(t, tm.author, nil, "push"); err != nil {
+		t.Fatalf("push after collect --partial: %v\n%s", err, out)
+	}
+	if server := refstest.Git(t, tm.server, "log", "-1", "--format=%s", "refs/leases/"+id); server != "lease "+id+": verifying -> review" {
+		t.Fatalf("the server's log of the lease ends %q", server)
+	}
+}
+
+// TestFetchVerifiesWithConfiguredSigners: a lease fetched from a server
+// without the verifying hook comes in unverified only when no allowed
+// signers are configured; with them, fetch verifies it before it writes
+// refs/leases/<id>, keeps one signed by a key they do not hold out (with
+// its review branch), says why, and takes it once they hold the key.
+func TestFetchVerifiesWithConfiguredSigners(t *testing.T) {
+	tm := newTeam(t)
+	plain := filepath.Join(t.TempDir(), "plain.git")
+	refstest.Git(t, "", "init", "-q", "--bare", "-b", "main", plain)
+	refstest.Git(t, tm.author, "remote", "add", "plain", plain)
+	refstest.Git(t, tm.author, "push", "-q", "plain", "main")
+	mustRun(t, tm.author, "push", "plain", tm.id)
+	mate := filepath.Join(t.TempDir(), "mate")
+	refstest.Git(t, "", "clone", "-q", plain, mate)
+	// The teammate has a key of their own, which is not the author's.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	mustRun(t, mate, "keys", "init")
+	rogue := filepath.Join(t.TempDir(), "rogue")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rogue).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	pub, _ := os.ReadFile(rogue + ".pub")
+	others := filepath.Join(t.TempDir(), "others")
+	writeFile(t, others, "eve@example.com "+string(pub), 0o644)
+	refstest.Git(t, mate, "config", "lease.allowedSignersFile", others)
+	out := mustRun(t, mate, "fetch")
+	if !strings.Contains(out, "refs/remotes/origin/leases/"+tm.id) || !strings.Contains(out, "kept out: it does not verify against your allowed signers") {
+		t.Fatalf("fetch of a lease its signers do not hold:\n%s", out)
+	}
+	if refs := refstest.Git(t, mate, "for-each-ref", "refs/leases/", "refs/heads/lease/"); refs != "" {
+		t.Fatalf("fetch let the unverified lease in:\n%s", refs)
+	}
+	refstest.Git(t, mate, "config", "lease.allowedSignersFile", tm.signers)
+	if out := mustRun(t, mate, "fetch"); !strings.Contains(out, "created  refs/leases/"+tm.id) {
+		t.Fatalf("fetch with the author's key allowed:\n%s", out)
+	}
+	mustRun(t, mate, "verify", tm.id)
+}

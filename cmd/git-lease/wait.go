@@ -120,14 +120,17 @@ Example:
 func collectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "collect",
-		Usage:     "collect what a canceled agent left (--partial)",
+		Usage:     "collect what a canceled or failed agent left (--partial)",
 		ArgsUsage: "--partial ID",
-		Description: `Collect --partial takes the changes a canceled agent made, verifies them like
-any result, and moves the lease to review.
+		Description: `Collect --partial takes the changes a canceled or failed agent left in its
+sandbox (an agent that exited non-zero, or whose runner vanished), verifies
+and signs them like any result, and moves the lease to review: the result
+is checked out only into the lease's review worktree. It needs the sandbox,
+so run it before git lease cleanup.
 
 Example:
    git lease collect --partial 3f9c`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "partial", Usage: "collect a canceled lease's partial changes"}},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "partial", Usage: "collect a canceled or failed lease's partial changes"}},
 		Action: func(c *cli.Context) error {
 			if !c.Bool("partial") {
 				return usagef("collect needs --partial: a finished lease is collected by its runner")
@@ -138,6 +141,9 @@ Example:
 			}
 			if err := gitlease.CollectPartial(c.Context, x, progress); err != nil {
 				return err
+			}
+			if x.Lease.State == gitlease.Review {
+				return nil // the progress said so
 			}
 			return settledExit(x)
 		},

@@ -81,14 +81,18 @@ const TestTag = "gitleasetest"
 
 // Build builds the Go program at pkg, a path from the module root such as
 // ./testdata/crabbox-standin, with TestTag, as dir/name and returns that
-// path.
+// path. Under go test -race it builds with -race too.
 func Build(dir, name, pkg string) (string, error) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return "", fmt.Errorf("find the module root: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-tags", TestTag, "-o", path, pkg)
+	args := []string{"build", "-tags", TestTag, "-o", path}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, pkg)...)
 	build.Dir = strings.TrimSpace(string(root))
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)

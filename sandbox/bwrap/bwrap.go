@@ -323,7 +323,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	lim.openScratch(c.Process.Pid)
 	rec.decoys = watchDecoys(c.Process.Pid, rec)
 	shared.open(c.Process.Pid)
-	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), recorder: rec}, nil
+	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), recorder: rec, holders: []int{c.Process.Pid, first}}, nil
 }
 
 // waitReady waits for the gate's byte. A sandbox that exits first failed to

@@ -12,8 +12,9 @@ import (
 )
 
 // process is a launched sandbox that also counts what its network stack
-// refused to send (sandbox.BypassCounter) and records its agent's escape
-// attempts (sandbox.EscapeRecorder).
+// refused to send (sandbox.BypassCounter), records its agent's escape
+// attempts (sandbox.EscapeRecorder) and names the processes that hold it
+// (sandbox.Holders).
 type process struct {
 	*sandbox.Proc
 	*sharedFiles
@@ -22,7 +23,11 @@ type process struct {
 	once     sync.Once
 	bypass   sandbox.Bypass
 	escapes  sandbox.Escapes
+	holders  []int
 }
+
+// Holders are bwrap and the first process of the sandbox's PID namespace.
+func (p *process) Holders() []int { return p.holders }
 
 // Wait waits for the sandbox, then takes the last count of its network
 // stack and the record of its escape attempts.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/git-lease/git-lease/sandbox"
 )
 
@@ -117,14 +119,48 @@ func (s Supervisor) Close(context.Context, sandbox.Endpoint) error {
 	if !alive {
 		return nil
 	}
-	syscall.Kill(r.PID, syscall.SIGKILL)
-	for i := 0; i < 100 && ProcessAlive(r.PID, r.StartTime); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if ProcessAlive(r.PID, r.StartTime) {
-		return fmt.Errorf("the runner (pid %d) did not exit", r.PID)
+	if _, err := Stop(r.PID, r.StartTime, 2*time.Second); err != nil {
+		return fmt.Errorf("the runner (pid %d) did not exit: %w", r.PID, err)
 	}
 	return nil
+}
+
+// Stop kills the process pid that started at start (SIGKILL) and waits,
+// up to timeout, until it has exited, through a pidfd: the signal cannot
+// reach a process that reused the PID, and the wait needs no polling.
+// alive says whether it was running; a process already gone (or a zombie)
+// is not an error.
+func Stop(pid int, start uint64, timeout time.Duration) (alive bool, err error) {
+	if pid <= 0 {
+		return false, nil
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false, nil // no such process
+	}
+	defer unix.Close(fd)
+	// The pidfd names the process that had pid when it was opened: if that
+	// one started at start, the signal and the wait are about it.
+	if !ProcessAlive(pid, start) {
+		return false, nil
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && err != unix.ESRCH {
+		return true, err
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := unix.Poll(fds, int(max(0, time.Until(deadline).Milliseconds())))
+		switch {
+		case n > 0:
+			return true, nil
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return true, err
+		}
+		return true, fmt.Errorf("still running %s after SIGKILL", timeout)
+	}
 }
 
 // Attach has nothing to bring forward: follow the output with git lease

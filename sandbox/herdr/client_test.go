@@ -193,11 +193,12 @@ func TestWait(t *testing.T) {
 	if err := s.ReportAgent(ctx, p.PaneID, "codex", StatusWorking, ""); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		s.ReportAgent(ctx, p.PaneID, "codex", StatusIdle, "")
-	}()
-	got, err := s.Wait(ctx, p, 2*time.Second)
+	w := waitInBackground(t, s, p)
+	if err := s.ReportAgent(ctx, p.PaneID, "codex", StatusIdle, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-w
+	got, err := r.info, r.err
 	if err != nil || got.AgentStatus != StatusDone || got.TerminalID != p.TerminalID {
 		t.Fatalf("Wait = %+v, %v; want done in %s", got, err, p.TerminalID)
 	}
@@ -207,13 +208,33 @@ func TestWait(t *testing.T) {
 	if err := s.ReportAgent(ctx, p.PaneID, "codex", StatusWorking, ""); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		s.Close(ctx, p)
-	}()
-	if _, err := s.Wait(ctx, p, 2*time.Second); !errors.Is(err, ErrAgentNotRunning) {
+	w = waitInBackground(t, s, p)
+	if err := s.Close(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := (<-w).err; !errors.Is(err, ErrAgentNotRunning) {
 		t.Errorf("Wait across Close = %v, want ErrAgentNotRunning", err)
 	}
+}
+
+type waited struct {
+	info AgentInfo
+	err  error
+}
+
+// waitInBackground calls Wait for p in another goroutine and returns once
+// the stand-in has received it (its request log says so), so that what the
+// test does next happens while Wait waits.
+func waitInBackground(t *testing.T, s *standin, p Pane) <-chan waited {
+	t.Helper()
+	before := s.count(t, "agent.wait")
+	w := make(chan waited, 1)
+	go func() {
+		info, err := s.Wait(t.Context(), p, 20*time.Second)
+		w <- waited{info, err}
+	}()
+	eventually(t, "Wait to reach the stand-in", func() bool { return s.count(t, "agent.wait") > before })
+	return w
 }
 
 func TestShellPaneSplitAndInterrupt(t *testing.T) {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package refstest
+
+const raceEnabled = false
