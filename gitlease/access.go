@@ -72,6 +72,11 @@ func (p namedPreset) validate() error {
 			return fmt.Errorf("env.%s: not an environment variable name", k)
 		}
 	}
+	for _, rel := range p.homePaths() {
+		if !inHome(rel) {
+			return fmt.Errorf("home_files: %q is not a path inside the home (relative, clean, without ..)", rel)
+		}
+	}
 	return nil
 }
 

@@ -3,9 +3,15 @@ package gitlease
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // AgentPreset is how to run one coding agent in a lease: set in trusted
@@ -23,8 +29,14 @@ type AgentPreset struct {
 	Network []string `toml:"network" json:"network"`
 	// Credentials are the names of the credentials the agent receives.
 	Credentials []string `toml:"credentials" json:"credentials"`
-	// Env is fixed, non-secret environment for the agent (recorded).
+	// Env is fixed, non-secret environment for the agent (its names are
+	// recorded).
 	Env map[string]string `toml:"env" json:"env"`
+	// HomeFiles are files put in the sandboxed agent's home, read-only,
+	// by path relative to the home: settings an agent reads only from
+	// there (its system-wide settings would have to be owned by the
+	// sandbox's root). Their paths are recorded.
+	HomeFiles map[string]string `toml:"home_files" json:"home_files"`
 	// HerdrAgent is the agent's kind for Herdr (HERDR_AGENT).
 	HerdrAgent string `toml:"herdr_agent" json:"herdr_agent"`
 }
@@ -42,38 +54,65 @@ const promptVar = "{prompt}"
 // builtinPresets are the presets git-lease knows without configuration.
 // Each runs its agent non-interactively on the prompt, with its own
 // approval prompts off (the lease's sandbox is the boundary), against its
-// vendor's API with an API key from the environment.
+// vendor's API with an API key from the environment. The prompt follows
+// "--" or is glued to its option ("--prompt=…"), so that a prompt starting
+// with "-" is never read as an option; telemetry, update checks and
+// plugin fetches are off, so that a run contacts only its model's API;
+// the agents keep their history and state in the home, never in /work.
+// README's preset table says against which versions each was checked.
 func builtinPresets() map[string]AgentPreset {
 	return map[string]AgentPreset{
 		"claude": {
-			Command:     []string{"claude", "-p", promptVar, "--permission-mode", "bypassPermissions"},
+			Command:     []string{"claude", "-p", "--permission-mode", "bypassPermissions", "--", promptVar},
 			Network:     []string{"api.anthropic.com:443"},
 			Credentials: []string{"ANTHROPIC_API_KEY"},
-			Env:         map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
-			HerdrAgent:  "claude",
+			// IS_SANDBOX lets bypassPermissions run where the sandbox's
+			// user is root (Claude Code refuses it to root otherwise).
+			Env:        map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			HerdrAgent: "claude",
 		},
 		"codex": {
-			Command:     []string{"codex", "exec", "--sandbox", "danger-full-access", "--skip-git-repo-check", promptVar},
+			Command: []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+				"--disable", "plugins", "-c", "analytics.enabled=false", "--", promptVar},
 			Network:     []string{"api.openai.com:443"},
 			Credentials: []string{"CODEX_API_KEY"},
 			HerdrAgent:  "codex",
 		},
 		"gemini": {
-			Command:     []string{"gemini", "--approval-mode", "yolo", "-p", promptVar},
+			Command:     []string{"gemini", "--approval-mode", "yolo", "--prompt=" + promptVar},
 			Network:     []string{"generativelanguage.googleapis.com:443"},
 			Credentials: []string{"GEMINI_API_KEY"},
-			Env:         map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
-			HerdrAgent:  "gemini",
+			// GEMINI_CLI_NO_RELAUNCH keeps Gemini CLI from relaunching
+			// itself with a heap of half the host's memory, past the
+			// lease's memory bound.
+			Env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"},
+			// Usage statistics (play.googleapis.com) and update checks are
+			// settings only; system-wide settings are skipped in a sandbox,
+			// whose view of root-owned files is not root's.
+			HomeFiles: map[string]string{
+				".gemini/settings.json": `{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}` + "\n",
+			},
+			HerdrAgent: "gemini",
 		},
 		"opencode": {
-			Command:     []string{"opencode", "run", promptVar},
+			Command:     []string{"opencode", "run", "--auto", "--", promptVar},
 			Network:     []string{"api.anthropic.com:443"},
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			Env:         map[string]string{"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"},
-			HerdrAgent:  "opencode",
+			// opencode installs its plugin package into its config
+			// directory from registry.npmjs.org unless node_modules exists
+			// and the lock file lists it.
+			HomeFiles: map[string]string{
+				".config/opencode/package-lock.json":  `{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}` + "\n",
+				".config/opencode/node_modules/.keep": "",
+			},
+			HerdrAgent: "opencode",
 		},
 		"aider": {
-			Command:     []string{"aider", "--message", promptVar, "--yes-always", "--no-git", "--no-check-update", "--no-show-release-notes", "--no-analytics"},
+			// Aider's history files default to the working directory;
+			// its output is in the lease's agent log.
+			Command: []string{"aider", "--message=" + promptVar, "--yes-always", "--no-git", "--no-check-update", "--no-show-release-notes", "--no-analytics",
+				"--chat-history-file=/dev/null", "--input-history-file=/dev/null"},
 			Network:     []string{"api.anthropic.com:443"},
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			HerdrAgent:  "aider",
@@ -163,8 +202,46 @@ func (x *Execution) promptInCommand() bool {
 // env is the preset's fixed environment, sorted.
 func (p *namedPreset) env() []string {
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+	for _, k := range p.envNames() {
 		out = append(out, k+"="+p.Env[k])
 	}
 	return out
+}
+
+// envNames are the names of the preset's environment, sorted: what the
+// lease records of it.
+func (p *namedPreset) envNames() []string { return slices.Sorted(maps.Keys(p.Env)) }
+
+// homePaths are the paths of the preset's home files, sorted.
+func (p *namedPreset) homePaths() []string { return slices.Sorted(maps.Keys(p.HomeFiles)) }
+
+// inHome reports whether rel, a home file's path, names a file inside the
+// home: relative, clean and not climbing out.
+func inHome(rel string) bool {
+	return rel != "" && rel != "." && !path.IsAbs(rel) && path.Clean(rel) == rel && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// agentHome is the sandboxed agent's home (bwrap's; a Crabbox box gets no
+// host files but its prompt, so its agent finds no home files).
+const agentHome = "/home/agent"
+
+// homeBinds writes a preset's home files into the lease's run directory
+// and returns their read-only binds in the sandbox's home.
+func (x *Execution) homeBinds(files map[string]string) ([]sandbox.Bind, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Join(x.RunDir(), "home")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var binds []sandbox.Bind
+	for i, rel := range slices.Sorted(maps.Keys(files)) {
+		host := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.WriteFile(host, []byte(files[rel]), 0o600); err != nil {
+			return nil, err
+		}
+		binds = append(binds, sandbox.Bind{Host: host, Sandbox: path.Join(agentHome, rel)})
+	}
+	return binds, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -61,7 +62,8 @@ func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string,
 type launch struct {
 	command    []string
 	env        []string
-	herdrAgent string // the preset's Herdr agent kind
+	homeFiles  map[string]string // the preset's, by path in the home
+	herdrAgent string            // the preset's Herdr agent kind
 	creds      []credential
 	allow      netproxy.Allowlist
 }
@@ -82,7 +84,10 @@ func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
 		return nil, err
 	}
 	if p := trusted.agent; p != nil {
-		l.env, l.herdrAgent = p.env(), p.HerdrAgent
+		if !slices.Equal(p.Command, x.Lease.Command) || !slices.Equal(p.envNames(), x.Lease.AgentEnv) || !slices.Equal(p.homePaths(), x.Lease.AgentHomeFiles) {
+			return nil, fmt.Errorf("agent preset %s changed since the lease started (its command, environment or home files): start a new lease", p.Name)
+		}
+		l.env, l.homeFiles, l.herdrAgent = p.env(), p.HomeFiles, p.HerdrAgent
 		if x.promptInCommand() {
 			prompt, err := os.ReadFile(x.promptPath())
 			if err != nil {

@@ -71,6 +71,11 @@ type Lease struct {
 	Artifacts []string `json:"artifacts,omitempty"`
 	// AgentPreset is the agent preset the lease was started with (--agent).
 	AgentPreset string `json:"agent_preset,omitempty"`
+	// AgentEnv and AgentHomeFiles are the names of the preset's
+	// environment and the paths of its home files (values are trusted
+	// policy's, not recorded); the runner refuses a preset that changed.
+	AgentEnv       []string `json:"agent_env,omitempty"`
+	AgentHomeFiles []string `json:"agent_home_files,omitempty"`
 	// Agent is how the agent's run ended.
 	Agent *AgentRun `json:"agent,omitempty"`
 	// PartialCollect is set when the user asked git lease collect --partial

@@ -69,6 +69,13 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
+	if provider.Sandboxed() {
+		binds, err := x.homeBinds(l.homeFiles)
+		if err != nil {
+			return x.fail(ctx, fmt.Sprintf("agent home files: %v", err), err)
+		}
+		spec.Binds = append(spec.Binds, binds...)
+	}
 	if h, ok := sup.(*herdr.Supervisor); ok && l.herdrAgent != "" {
 		h.AgentKind = l.herdrAgent // Herdr shows the pane as this agent
 	}

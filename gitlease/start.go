@@ -147,6 +147,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
 	}}
+	if p := policy.agent; p != nil {
+		x.Lease.AgentEnv, x.Lease.AgentHomeFiles = p.envNames(), p.homePaths()
+	}
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard

@@ -111,7 +111,14 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		fmt.Fprintf(w, "dir:      %s/ (where the agent started)\n", escape.Line(l.Dir))
 	}
 	if l.AgentPreset != "" {
-		fmt.Fprintf(w, "preset:   %s\n", l.AgentPreset)
+		preset := l.AgentPreset
+		if len(l.AgentEnv) > 0 {
+			preset += "; env " + strings.Join(l.AgentEnv, ", ")
+		}
+		if len(l.AgentHomeFiles) > 0 {
+			preset += "; home files " + strings.Join(l.AgentHomeFiles, ", ")
+		}
+		fmt.Fprintf(w, "preset:   %s\n", escape.Line(preset))
 	}
 	if n := l.Network; n != nil || len(l.Policy.Network.Allow) > 0 {
 		fmt.Fprintf(w, "network:  %s\n", escape.Line(networkLine(l)))
