@@ -88,9 +88,12 @@ func builtinPresets() map[string]AgentPreset {
 			Env: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"},
 			// Usage statistics (play.googleapis.com) and update checks are
 			// settings only; system-wide settings are skipped in a sandbox,
-			// whose view of root-owned files is not root's.
+			// whose view of root-owned files is not root's. The API key is
+			// the auth method even when GOOGLE_GEMINI_BASE_URL is set
+			// (alone, that selects a "gateway" auth that headless runs
+			// refuse).
 			HomeFiles: map[string]string{
-				".gemini/settings.json": `{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}` + "\n",
+				".gemini/settings.json": `{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"security":{"auth":{"selectedType":"gemini-api-key"}}}` + "\n",
 			},
 			HerdrAgent: "gemini",
 		},

@@ -1,0 +1,122 @@
+package gitlease
+
+import (
+	"context"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// realAgentPackages are the npm packages of the built-in presets' agents
+// that TestRealAgentsTakeThePromptAsAPrompt runs when they are on PATH.
+var realAgentPackages = map[string]string{
+	"claude":   "@anthropic-ai/claude-code",
+	"codex":    "@openai/codex",
+	"gemini":   "@google/gemini-cli",
+	"opencode": "opencode-ai",
+}
+
+// TestRealAgentsTakeThePromptAsAPrompt runs each built-in preset's
+// command, with the prompt "--version", on the real agent CLI (when it is
+// on PATH) against a fake model server that refuses every request: the
+// agent must send the prompt to the model as the user's message, not
+// print its version. Its other traffic goes to a proxy that is not there.
+func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
+	for _, name := range slices.Sorted(maps.Keys(realAgentPackages)) {
+		t.Run(name, func(t *testing.T) {
+			bin, err := exec.LookPath(name)
+			if err != nil {
+				t.Skipf("%s is not on PATH (npm install -g %s to check the preset against it)", name, realAgentPackages[name])
+			}
+			model := newFakeModel(t)
+			preset := builtinPresets()[name]
+			argv := withPrompt(preset.Command, "--version")
+			home := t.TempDir()
+			for rel, content := range preset.HomeFiles {
+				must(t, os.MkdirAll(filepath.Join(home, filepath.Dir(rel)), 0o755))
+				must(t, os.WriteFile(filepath.Join(home, rel), []byte(content), 0o644))
+			}
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1"}
+			for _, c := range preset.Credentials {
+				env = append(env, c+"=fake-key")
+			}
+			for k, v := range preset.Env {
+				env = append(env, k+"="+v)
+			}
+			switch name { // each agent's own way to its model's address
+			case "claude":
+				env = append(env, "ANTHROPIC_BASE_URL="+model.URL)
+			case "codex":
+				argv = slices.Insert(argv, 2, "-c", "openai_base_url="+model.URL+"/v1")
+			case "gemini":
+				env = append(env, "GOOGLE_GEMINI_BASE_URL="+model.URL)
+			case "opencode":
+				env = append(env, `OPENCODE_CONFIG_CONTENT={"provider":{"anthropic":{"options":{"baseURL":"`+model.URL+`/v1"}}}}`)
+			}
+			version, err := exec.Command(bin, "--version").Output()
+			if err != nil || len(strings.TrimSpace(string(version))) == 0 {
+				t.Fatalf("%s --version: %v", name, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+			cmd.Env, cmd.Dir = env, t.TempDir()
+			out, _ := cmd.CombinedOutput()
+			if strings.Contains(string(out), strings.TrimSpace(string(version))) {
+				t.Fatalf("%q printed its version:\n%s", argv, out)
+			}
+			if !model.received(`:"--version"`) {
+				t.Fatalf("%q never sent the prompt to the model (%d requests):\n%s", argv, len(model.bodies()), out)
+			}
+		})
+	}
+}
+
+// fakeModel is a model server that records each request's body and
+// refuses it, as a model API refuses a bad request (which agents do not
+// retry).
+type fakeModel struct {
+	*httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func newFakeModel(t *testing.T) *fakeModel {
+	m := &fakeModel{}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Upgrade") != "" {
+			// No WebSocket here: Codex then posts over HTTP.
+			http.Error(w, "no websocket", http.StatusNotFound)
+			return
+		}
+		m.mu.Lock()
+		m.got = append(m.got, string(b))
+		m.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","code":400,"status":"INVALID_ARGUMENT","message":"fake model: no model here"}}`)
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func (m *fakeModel) bodies() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.got)
+}
+
+// received reports whether a request's body held s.
+func (m *fakeModel) received(s string) bool {
+	return slices.ContainsFunc(m.bodies(), func(b string) bool { return strings.Contains(b, s) })
+}
