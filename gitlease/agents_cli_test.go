@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,7 +39,10 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 			if err != nil {
 				t.Skipf("%s is not on PATH (npm install -g %s to check the preset against it)", name, realAgentPackages[name])
 			}
-			model := newFakeModel(t)
+			// The prompt as a JSON string value in the request: the
+			// user's message of each agent's API.
+			const prompt = `:"--version"`
+			model := newFakeModel(t, prompt)
 			preset := builtinPresets()[name]
 			argv := withPrompt(preset.Command, "--version")
 			home := t.TempDir()
@@ -68,14 +73,30 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			var out bytes.Buffer
 			cmd := exec.CommandContext(ctx, bin, argv[1:]...)
-			cmd.Env, cmd.Dir = env, t.TempDir()
-			out, _ := cmd.CombinedOutput()
-			if strings.Contains(string(out), strings.TrimSpace(string(version))) {
-				t.Fatalf("%q printed its version:\n%s", argv, out)
+			cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, t.TempDir(), &out, &out
+			// The agent's own children (its servers, its workers) go with it.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			must(t, cmd.Start())
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			// An agent that took the prompt for its version flag prints
+			// and exits without calling its model: once the model has the
+			// prompt, the rest of the agent's run (its retries, its
+			// shutdown) says nothing more.
+			select {
+			case <-exited:
+			case <-model.prompted:
+				cancel()
+				<-exited
 			}
-			if !model.received(`:"--version"`) {
-				t.Fatalf("%q never sent the prompt to the model (%d requests):\n%s", argv, len(model.bodies()), out)
+			if strings.Contains(out.String(), strings.TrimSpace(string(version))) {
+				t.Fatalf("%q printed its version:\n%s", argv, out.String())
+			}
+			if !model.received(prompt) {
+				t.Fatalf("%q never sent the prompt to the model (%d requests):\n%s", argv, len(model.bodies()), out.String())
 			}
 		})
 	}
@@ -88,10 +109,12 @@ type fakeModel struct {
 	*httptest.Server
 	mu  sync.Mutex
 	got []string
+	// prompted is closed when a request's body first holds the marker.
+	prompted chan struct{}
 }
 
-func newFakeModel(t *testing.T) *fakeModel {
-	m := &fakeModel{}
+func newFakeModel(t *testing.T, marker string) *fakeModel {
+	m := &fakeModel{prompted: make(chan struct{})}
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if r.Header.Get("Upgrade") != "" {
@@ -100,6 +123,9 @@ func newFakeModel(t *testing.T) *fakeModel {
 			return
 		}
 		m.mu.Lock()
+		if strings.Contains(string(b), marker) && !slices.ContainsFunc(m.got, func(g string) bool { return strings.Contains(g, marker) }) {
+			close(m.prompted)
+		}
 		m.got = append(m.got, string(b))
 		m.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
