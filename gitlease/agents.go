@@ -72,8 +72,10 @@ func builtinPresets() map[string]AgentPreset {
 			HerdrAgent: "claude",
 		},
 		"codex": {
+			// Without these, Codex contacts github.com (plugins) and
+			// chatgpt.com (model discovery, analytics).
 			Command: []string{"codex", "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
-				"--disable", "plugins", "-c", "analytics.enabled=false", "--", promptVar},
+				"--disable", "plugins", "--disable", "api_key_model_discovery", "-c", "analytics.enabled=false", "--", promptVar},
 			Network:     []string{"api.openai.com:443"},
 			Credentials: []string{"CODEX_API_KEY"},
 			HerdrAgent:  "codex",
