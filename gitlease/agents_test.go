@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // TestSandboxPresetGetsItsPromptInItsCommandOnly runs a preset whose
@@ -134,4 +136,28 @@ func tomlPreset(t *testing.T, p AgentPreset) string {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestRunnerRefusesAPresetChangedSinceTheStart: the runner rebuilds the
+// agent's launch from trusted policy, so a preset whose command,
+// environment names or home files are no longer those the lease recorded
+// fails the lease rather than run something the record does not say.
+func TestRunnerRefusesAPresetChangedSinceTheStart(t *testing.T) {
+	policy := "[agents.echoer]\ncommand = [\"echo\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n"
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	x, _ := runLease(t, repo, StartOptions{Agent: "echoer", Prompt: "hi"}, "")
+	if _, err := x.launchFor(bwrap.Provider{}); err != nil {
+		t.Fatalf("the unchanged preset: %v", err)
+	}
+	cfg := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git-lease", "policy.toml")
+	for _, changed := range []string{
+		"[agents.echoer]\ncommand = [\"echo\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\", OTHER = \"x\" }\n",
+		"[agents.echoer]\ncommand = [\"echo\", \"-n\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n",
+		"[agents.echoer]\ncommand = [\"echo\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\nhome_files = { \".rc\" = \"x\" }\n",
+	} {
+		must(t, os.WriteFile(cfg, []byte(changed), 0o644))
+		if _, err := x.launchFor(bwrap.Provider{}); err == nil || !strings.Contains(err.Error(), "changed since the lease started") {
+			t.Errorf("preset changed to\n%s: %v", changed, err)
+		}
+	}
 }
