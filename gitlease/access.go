@@ -3,6 +3,7 @@ package gitlease
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 
@@ -70,6 +71,11 @@ func (p namedPreset) validate() error {
 	for k := range p.Env {
 		if !envName.MatchString(k) {
 			return fmt.Errorf("env.%s: not an environment variable name", k)
+		}
+	}
+	if p.BaseURL != "" {
+		if u, err := url.Parse(p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("base_url = %q: give the model server's address, as http://host:port", p.BaseURL)
 		}
 	}
 	for _, rel := range p.homePaths() {

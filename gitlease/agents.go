@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -39,6 +40,10 @@ type AgentPreset struct {
 	HomeFiles map[string]string `toml:"home_files" json:"home_files"`
 	// HerdrAgent is the agent's kind for Herdr (HERDR_AGENT).
 	HerdrAgent string `toml:"herdr_agent" json:"herdr_agent"`
+	// BaseURL is the model server's address (its root, as
+	// http://host:port), which git-lease gives the agent its own way (see
+	// withBaseURL); its destination must be in network too.
+	BaseURL string `toml:"base_url" json:"base_url,omitempty"`
 }
 
 // namedPreset is a preset with its name and where it came from.
@@ -133,11 +138,76 @@ func presets(p Policy) []namedPreset {
 			out = append(out, namedPreset{name, "built-in", preset})
 		}
 	}
+	builtin := builtinPresets()
 	for name, preset := range p.Agents {
+		if b, ok := builtin[name]; ok && len(preset.Command) == 0 {
+			preset = overBuiltin(b, preset)
+		}
 		out = append(out, namedPreset{name, SourceTrusted, preset})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// overBuiltin is a trusted policy table that names a built-in preset and
+// gives no command: the built-in preset with the keys the table sets
+// (base_url, say) replaced.
+func overBuiltin(b, t AgentPreset) AgentPreset {
+	set := func(to *[]string, v []string) {
+		if v != nil {
+			*to = v
+		}
+	}
+	set(&b.ReadOnly, t.ReadOnly)
+	set(&b.Network, t.Network)
+	set(&b.Credentials, t.Credentials)
+	if t.Env != nil {
+		b.Env = t.Env
+	}
+	if t.HomeFiles != nil {
+		b.HomeFiles = t.HomeFiles
+	}
+	if t.HerdrAgent != "" {
+		b.HerdrAgent = t.HerdrAgent
+	}
+	if t.BaseURL != "" {
+		b.BaseURL = t.BaseURL
+	}
+	return b
+}
+
+// withBaseURL is the preset with its base_url given to its agent, known
+// by its program's name, the agent's own way: Claude Code's
+// ANTHROPIC_BASE_URL; Codex's openai_base_url setting (it ignores
+// OPENAI_BASE_URL); Gemini CLI's GOOGLE_GEMINI_BASE_URL; opencode's
+// Anthropic provider in OPENCODE_CONFIG_CONTENT. Codex and opencode take
+// the API's root, base_url + "/v1".
+func (p AgentPreset) withBaseURL() (AgentPreset, error) {
+	if p.BaseURL == "" {
+		return p, nil
+	}
+	p.Env = maps.Clone(p.Env)
+	if p.Env == nil {
+		p.Env = map[string]string{}
+	}
+	url := strings.TrimSuffix(p.BaseURL, "/")
+	switch program := filepath.Base(p.Command[0]); program {
+	case "claude":
+		p.Env["ANTHROPIC_BASE_URL"] = url
+	case "codex":
+		p.Command = slices.Insert(slices.Clone(p.Command), 1, "-c", "openai_base_url="+url+"/v1")
+	case "gemini":
+		p.Env["GOOGLE_GEMINI_BASE_URL"] = url
+	case "opencode":
+		b, err := json.Marshal(map[string]any{"provider": map[string]any{"anthropic": map[string]any{"options": map[string]string{"baseURL": url + "/v1"}}}})
+		if err != nil {
+			return p, err
+		}
+		p.Env["OPENCODE_CONFIG_CONTENT"] = string(b)
+	default:
+		return p, fmt.Errorf("base_url: git-lease does not know how %s takes its model's address: give it in the preset's env or command instead", program)
+	}
+	return p, nil
 }
 
 // presetNames lists the presets' names.
@@ -162,6 +232,10 @@ func (e *Effective) addAgent(name string) error {
 		return fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
 	}
 	p := all[i]
+	var err error
+	if p.AgentPreset, err = p.withBaseURL(); err != nil {
+		return fmt.Errorf("agent preset %s: %w", name, err)
+	}
 	source := "agent " + name
 	join := func(key string, to *[]string, add []string) {
 		if len(add) == 0 {

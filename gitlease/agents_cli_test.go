@@ -29,9 +29,10 @@ var realAgentPackages = map[string]string{
 
 // TestRealAgentsTakeThePromptAsAPrompt runs each built-in preset's
 // command, with the prompt "--version", on the real agent CLI (when it is
-// on PATH) against a fake model server that refuses every request: the
-// agent must send the prompt to the model as the user's message, not
-// print its version. Its other traffic goes to a proxy that is not there.
+// on PATH) against a fake model server, given as the preset's base_url,
+// that refuses every request: the agent must send the prompt to the model
+// as the user's message, not print its version. Its other traffic goes to
+// a proxy that is not there.
 func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(realAgentPackages)) {
 		t.Run(name, func(t *testing.T) {
@@ -43,7 +44,13 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 			// user's message of each agent's API.
 			const prompt = `:"--version"`
 			model := newFakeModel(t, prompt)
+			// The model's address as a preset's base_url gives it.
 			preset := builtinPresets()[name]
+			preset.BaseURL = model.URL
+			preset, err = preset.withBaseURL()
+			if err != nil {
+				t.Fatal(err)
+			}
 			argv := withPrompt(preset.Command, "--version")
 			home := t.TempDir()
 			for rel, content := range preset.HomeFiles {
@@ -56,16 +63,6 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 			}
 			for k, v := range preset.Env {
 				env = append(env, k+"="+v)
-			}
-			switch name { // each agent's own way to its model's address
-			case "claude":
-				env = append(env, "ANTHROPIC_BASE_URL="+model.URL)
-			case "codex":
-				argv = slices.Insert(argv, 2, "-c", "openai_base_url="+model.URL+"/v1")
-			case "gemini":
-				env = append(env, "GOOGLE_GEMINI_BASE_URL="+model.URL)
-			case "opencode":
-				env = append(env, `OPENCODE_CONFIG_CONTENT={"provider":{"anthropic":{"options":{"baseURL":"`+model.URL+`/v1"}}}}`)
 			}
 			version, err := exec.Command(bin, "--version").Output()
 			if err != nil || len(strings.TrimSpace(string(version))) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
@@ -159,5 +161,67 @@ func TestRunnerRefusesAPresetChangedSinceTheStart(t *testing.T) {
 		if _, err := x.launchFor(bwrap.Provider{}); err == nil || !strings.Contains(err.Error(), "changed since the lease started") {
 			t.Errorf("preset changed to\n%s: %v", changed, err)
 		}
+	}
+}
+
+// TestBaseURLOverABuiltinPreset: a trusted [agents.NAME] table that gives
+// no command changes the built-in preset by the keys it sets, and its
+// base_url reaches the agent its own way; the lease records the resolved
+// command and the variable's name. An agent git-lease does not know how
+// to point at a model is refused.
+func TestBaseURLOverABuiltinPreset(t *testing.T) {
+	builtin := builtinPresets()
+	for _, c := range []struct {
+		name, env string
+		command   []string
+	}{
+		{"claude", "ANTHROPIC_BASE_URL=http://model.test:8080", builtin["claude"].Command},
+		{"gemini", "GOOGLE_GEMINI_BASE_URL=http://model.test:8080", builtin["gemini"].Command},
+		{"opencode", `OPENCODE_CONFIG_CONTENT={"provider":{"anthropic":{"options":{"baseURL":"http://model.test:8080/v1"}}}}`, builtin["opencode"].Command},
+		{"codex", "", slices.Insert(slices.Clone(builtin["codex"].Command), 1, "-c", "openai_base_url=http://model.test:8080/v1")},
+	} {
+		policy := "[agents." + c.name + "]\nbase_url = \"http://model.test:8080/\"\nnetwork = [\"model.test:8080\"]\n"
+		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+		eff, err := loadPolicy(repo, plumbing.ZeroHash, c.name)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p := eff.agent
+		if !slices.Equal(p.Command, c.command) || (c.env != "" && !slices.Contains(p.env(), c.env)) {
+			t.Errorf("%s: command %q, env %q", c.name, p.Command, p.env())
+		}
+		if !slices.Equal(eff.Network.Allow, []string{"model.test:8080"}) || !slices.Equal(p.Credentials, builtin[c.name].Credentials) {
+			t.Errorf("%s: network %q, credentials %q", c.name, eff.Network.Allow, p.Credentials)
+		}
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[agents.aider]\nbase_url = \"http://model.test:8080\"\n")
+	if _, err := loadPolicy(repo, plumbing.ZeroHash, "aider"); err == nil || !strings.Contains(err.Error(), "does not know how aider takes its model's address") {
+		t.Fatalf("aider with a base_url: %v", err)
+	}
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, "[agents.claude]\nbase_url = \"model.test:8080\"\n")
+	if _, err := loadPolicy(repo, plumbing.ZeroHash, "claude"); err == nil || !strings.Contains(err.Error(), "give the model server's address") {
+		t.Fatalf("a base_url without a scheme: %v", err)
+	}
+}
+
+// TestBaseURLIsRecordedAsTheResolvedCommandAndEnvName runs a preset whose
+// base_url becomes a variable: the lease records the variable's name, and
+// the agent gets it.
+func TestBaseURLIsRecordedAsTheResolvedCommandAndEnvName(t *testing.T) {
+	policy := "[agents.claude]\ncommand = [\"bash\", \"-c\", \"echo \\\"url=$ANTHROPIC_BASE_URL\\\"\", \"{prompt}\"]\nbase_url = \"http://model.test:8080\"\n"
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	// A preset with a command of its own is the trusted table whole; its
+	// program's name (bash) is not an agent git-lease knows.
+	if _, err := Start(t.Context(), repo, StartOptions{Mode: Sandboxed, Agent: "claude", Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "does not know how bash") {
+		t.Fatalf("a bash preset with a base_url: %v", err)
+	}
+	bin := t.TempDir()
+	standin := filepath.Join(bin, "claude")
+	must(t, os.WriteFile(standin, []byte("#!/bin/sh\necho \"url=$ANTHROPIC_BASE_URL\"\n"), 0o755))
+	policy = "[agents.claude]\ncommand = [" + strconvQuote(standin) + ", \"--\", \"{prompt}\"]\nread_only = [" + strconvQuote(bin) + "]\nbase_url = \"http://model.test:8080\"\n"
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	x, out := runLease(t, repo, StartOptions{Agent: "claude", Prompt: "x"}, "")
+	if out != "url=http://model.test:8080\n" || !slices.Equal(x.Lease.AgentEnv, []string{"ANTHROPIC_BASE_URL"}) {
+		t.Fatalf("the agent saw %q; the record's env: %q", out, x.Lease.AgentEnv)
 	}
 }
