@@ -63,7 +63,8 @@ const promptVar = "{prompt}"
 // "--" or is glued to its option ("--prompt=…"), so that a prompt starting
 // with "-" is never read as an option; telemetry, update checks and
 // plugin fetches are off, so that a run contacts only its model's API;
-// the agents keep their history and state in the home, never in /work.
+// the agents keep their history and state in the home (aider, whose
+// history files would land in /work, keeps none), never in /work.
 // README's preset table says against which versions each was checked.
 func builtinPresets() map[string]AgentPreset {
 	return map[string]AgentPreset{
