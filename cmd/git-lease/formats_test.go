@@ -179,13 +179,13 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One allowed destination, so that the lease has a proxy, which
-	// refuses the IP literal the agent asks for.
-	if err := os.WriteFile(filepath.Join(config, "git-lease", "policy.toml"), []byte("[network]\nallow = [\"127.0.0.1:1\"]\n"), 0o644); err != nil {
+	// refuses the IP literal the agent asks for; a preset with a setting.
+	if err := os.WriteFile(filepath.Join(config, "git-lease", "policy.toml"), []byte("[network]\nallow = [\"127.0.0.1:1\"]\n[agents.shell]\ncommand = [\"/bin/sh\", \"-c\", \"{prompt}\"]\nenv = { PRESET_SETTING = \"1\" }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	applied := startLease(t, dir, `echo changed >> a.txt; echo new > c.txt; curl -s --max-time 5 http://10.1.2.3/ >/dev/null; true`)
 	mustRun(t, dir, "apply", applied)
-	rejected := startLease(t, dir, `echo other > b.txt`)
+	rejected := leaseID(mustRun(t, dir, "start", "-q", "--agent", "shell", "--prompt", `echo other > b.txt`))
 	mustRun(t, dir, "reject", "--reason", "not this way", rejected)
 	out, err := runLease(t, dir, nil, "start", "-q", "--", "sh", "-c", `unshare -r true 2>/dev/null; mkdir -p .github/workflows && echo 'on: push' > .github/workflows/x.yml && echo q >> b.txt`)
 	quarantined := leaseID(out)
@@ -218,6 +218,9 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		if !seen[path] {
 			t.Errorf("no lease log holds %s: the scenario no longer makes it", path)
 		}
+	}
+	if l := refstest.Git(t, dir, "show", "refs/leases/"+rejected+":lease.json"); !strings.Contains(l, `"agent_env"`) {
+		t.Errorf("the preset's lease records no agent_env:\n%s", l)
 	}
 	if f := refstest.Git(t, dir, "show", "refs/leases/"+quarantined+":findings.json"); !strings.Contains(f, `"attempt"`) {
 		t.Errorf("the quarantined lease's findings hold no escape attempt:\n%s", f)
