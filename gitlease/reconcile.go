@@ -190,11 +190,13 @@ func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
 	if x.agentWroteWorktree() || x.Lease.Cleanup != nil {
 		return "", nil
 	}
+	// A sandboxed lease's review worktree is added with the checkout of
+	// its result: either may be missing.
 	admin, err := x.worktreeAdmin()
-	if err != nil || admin == "" {
+	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(admin, "index")); err == nil {
+	if _, err := os.Stat(filepath.Join(admin, "index")); admin != "" && err == nil {
 		return "", nil
 	}
 	return "checked the result out into the review worktree", x.checkoutReview(ctx)

@@ -307,16 +307,19 @@ func (x *Execution) spec() sandbox.Spec {
 	}
 }
 
-// prepare adds the review worktree and creates the sandbox: the part of
-// provisioning done by the command that starts the lease. Exporting the
+// prepare creates the sandbox, and for a trusted_local lease the review
+// worktree its agent works in: the part of provisioning done by the
+// command that starts the lease. A sandboxed lease's review worktree is
+// added when its result is checked out (see addWorktree). Exporting the
 // base's files (for bwrap, once per base tree; for Crabbox, the seed of
 // each box) is the one step that takes long, seconds for a large tree, so
 // it says so.
 func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider, progress io.Writer) error {
-	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
-		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
+	if !provider.Sandboxed() {
+		if err := x.addWorktree(ctx); err != nil {
+			return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
+		}
 	}
-	fault("start:worktree")
 	spec := x.spec()
 	export := spec.ExportBase
 	spec.ExportBase = func(dir string) error {

@@ -9,11 +9,13 @@ import (
 )
 
 // addWorktree adds the review worktree at its derived path on the lease's
-// branch. A trusted_local agent works in it, so it is checked out at the
-// base; for a sandboxed lease it stays empty until the result is
-// materialized into it. It is idempotent: a worktree already registered for
+// branch. A trusted_local agent works in it, so it is added, checked out at
+// the base, before the agent starts. A sandboxed lease's agent never sees
+// it: it is added (empty) only when the result is checked out into it, off
+// the way to the agent, so a sandboxed lease has a review worktree from its
+// review record on. It is idempotent: a worktree already registered for
 // this lease at that path is kept.
-func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
+func (x *Execution) addWorktree(ctx context.Context) error {
 	path := x.Worktree()
 	if admin, err := x.worktreeAdmin(); err == nil && admin != "" {
 		return nil
@@ -22,7 +24,7 @@ func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
 		return err
 	}
 	args := []string{"add", "--quiet"}
-	if sandboxed {
+	if !x.agentWroteWorktree() {
 		args = append(args, "--no-checkout")
 	}
 	_, err := x.Repo.Worktree(ctx, append(args, path, x.Lease.Branch)...)
@@ -62,9 +64,14 @@ func (x *Execution) agentWroteWorktree() bool {
 // checkoutReview makes the review worktree show the result. For a
 // trusted_local lease the files are already there (the agent wrote them):
 // only the index is rewritten from the branch, and git never reads the
-// agent-written files. For a sandboxed lease the result is checked out into
-// the empty worktree, which no agent has ever written.
+// agent-written files. For a sandboxed lease the worktree is added now,
+// empty, and the result checked out into it: no agent has ever written it.
 func (x *Execution) checkoutReview(ctx context.Context) error {
+	if !x.agentWroteWorktree() {
+		if err := x.addWorktree(ctx); err != nil {
+			return fmt.Errorf("review worktree: %w", err)
+		}
+	}
 	admin, err := x.worktreeAdmin()
 	if err != nil || admin == "" {
 		return fmt.Errorf("review worktree of %s is not registered with git: run git lease reconcile", x.Lease.ID)
