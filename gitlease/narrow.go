@@ -83,6 +83,8 @@ func narrow(eff *Effective, b []byte, source string) error {
 			err = subset(k, req.Bwrap.SeccompAllow, trusted.Bwrap.SeccompAllow, wider)
 		case "crabbox.pass_env":
 			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: it lets variables of your environment steer crabbox", ErrWiden, source, k)
+		case "bases.max_age", "bases.max_bytes":
+			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: exported bases are shared by every lease of the repository", ErrWiden, source, k)
 		case "agents", "credential_files":
 			err = fmt.Errorf("%w: %s sets %s, which only trusted policy may set: agent presets and credential files name programs and files of your machine", ErrWiden, source, k)
 		case "crabbox.provider":

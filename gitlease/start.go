@@ -297,6 +297,12 @@ func (x *Execution) spec() sandbox.Spec {
 		ExportBase: func(dir string) error {
 			return x.Repo.ExportTree(plumbing.NewHash(tree), dir)
 		},
+		ExportLayer: func(from, dir string, marks sandbox.LayerMarks) error {
+			return x.Repo.ExportLayer(plumbing.NewHash(from), plumbing.NewHash(tree), dir, marks)
+		},
+		Distance: func(from string) (int, error) {
+			return treeDistance(x.Repo, plumbing.NewHash(from), plumbing.NewHash(tree))
+		},
 		ReadOnly:     x.Lease.Policy.ReadOnly,
 		SeccompAllow: x.Lease.Policy.Bwrap.SeccompAllow,
 		Limits: sandbox.Limits{
@@ -305,6 +311,12 @@ func (x *Execution) spec() sandbox.Spec {
 			RequireCgroup: lim.RequireCgroup,
 		},
 	}
+}
+
+// treeDistance is the number of paths that differ between two trees.
+func treeDistance(repo *refs.Repo, a, b plumbing.Hash) (int, error) {
+	changes, err := repo.DiffTrees(a, b)
+	return len(changes), err
 }
 
 // prepare creates the sandbox, and for a trusted_local lease the review
@@ -321,10 +333,14 @@ func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider, prog
 		}
 	}
 	spec := x.spec()
-	export := spec.ExportBase
+	export, layer := spec.ExportBase, spec.ExportLayer
 	spec.ExportBase = func(dir string) error {
 		fmt.Fprintf(progress, "lease %s: exporting the files of base tree %s\n", x.Lease.ID, spec.BaseTree[:12])
 		return export(dir)
+	}
+	spec.ExportLayer = func(from, dir string, marks sandbox.LayerMarks) error {
+		fmt.Fprintf(progress, "lease %s: exporting base tree %s as what changed since %s\n", x.Lease.ID, spec.BaseTree[:12], from[:12])
+		return layer(from, dir, marks)
 	}
 	if err := provider.Create(ctx, spec); err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
