@@ -1,11 +1,13 @@
 package gitlease
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -70,5 +72,19 @@ func TestSandboxLayeredBaseShowsTheMovedTree(t *testing.T) {
 	changed := refstest.Git(t, dir, "diff", "--name-status", x.Lease.Base, x.Lease.Branch)
 	if changed != "D\tf2d/inner\nM\tkeep.txt\nA\tolddir/sub/c" {
 		t.Fatalf("the result is not what the agent did:\n%s", changed)
+	}
+}
+
+// The bases' bounds are trusted policy's: a repository cannot keep its
+// exports from being evicted, or make gc evict everyone's.
+func TestBasesPolicyIsTrustedOnly(t *testing.T) {
+	_, eff, err := policyRepo(t, "[bases]\nmax_age = \"48h\"\nmax_bytes = \"1GiB\"\n", "")
+	if err != nil || eff.Bases.MaxAge != Duration(48*time.Hour) || eff.Bases.MaxBytes != 1<<30 {
+		t.Fatalf("trusted [bases]: %+v, %v", eff.Bases, err)
+	}
+	for _, toml := range []string{"[bases]\nmax_age = \"8760h\"", "[bases]\nmax_bytes = 0"} {
+		if _, _, err := policyRepo(t, "", toml); !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), "only trusted policy may set") {
+			t.Fatalf(".lease.toml %q: %v", toml, err)
+		}
 	}
 }
