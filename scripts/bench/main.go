@@ -58,12 +58,25 @@ func main() {
 		// Interleaved, so that each round of the four meets the machine
 		// (page cache, disk, other load) in the same state.
 		var gits, colds, moveds, warms []sample
+		// What a round deletes is deleted at its end, not before a
+		// measurement: this machine's disk creates files slowly next to
+		// ones just deleted (see README), which would burden whichever
+		// measurement came next.
 		for i := 0; i < *runs; i++ {
-			gits = append(gits, gitBaseline(repo, i, env))
-			colds = append(colds, lease(repo, env, true))
+			g, wt := gitBaseline(repo, i, env)
+			gits = append(gits, g)
+			// The first lease ever: no exported base to start from.
+			bases := filepath.Join(repo, ".git", "lease", "bases")
+			aside := bases + fmt.Sprintf("-%d", i)
+			if err := os.Rename(bases, aside); err != nil && !os.IsNotExist(err) {
+				log.Fatal(err)
+			}
+			colds = append(colds, lease(repo, env))
 			moveMain(repo, i, env)
-			moveds = append(moveds, lease(repo, env, false))
-			warms = append(warms, lease(repo, env, false))
+			moveds = append(moveds, lease(repo, env))
+			warms = append(warms, lease(repo, env))
+			run(repo, env, "git", "worktree", "remove", "--force", wt)
+			removeAll(aside)
 		}
 		git := summarize(gits)
 		for _, row := range []struct {
@@ -177,19 +190,16 @@ func generate(tmp string, n int, env []string) string {
 	return repo
 }
 
-func gitBaseline(repo string, i int, env []string) sample {
+// gitBaseline does the work with plain git and returns its measure and the
+// worktree it made.
+func gitBaseline(repo string, i int, env []string) (sample, string) {
 	wt := filepath.Join(filepath.Dir(repo), fmt.Sprintf("wt-%s-%d", filepath.Base(repo), i))
 	script := fmt.Sprintf("git worktree add -q -b bench-%d %s main && cd %s && for f in %s; do echo edit >> $f; done && git add -A && git commit -q -m edit",
 		i, wt, wt, strings.Join(edited(countFiles(repo)), " "))
-	s := timed(repo, env, "sh", "-c", script)
-	run(repo, env, "git", "worktree", "remove", "--force", wt)
-	return s.sample
+	return timed(repo, env, "sh", "-c", script).sample, wt
 }
 
-func lease(repo string, env []string, cold bool) sample {
-	if cold {
-		removeAll(filepath.Join(repo, ".git", "lease", "bases"))
-	}
+func lease(repo string, env []string) sample {
 	agent := fmt.Sprintf("echo T=$(date +%%s%%N); for f in %s; do echo edit >> $f; done", strings.Join(edited(countFiles(repo)), " "))
 	began := time.Now()
 	s := timed(repo, env, "git", "lease", "start", "--", "sh", "-c", agent)
