@@ -88,3 +88,26 @@ func TestBasesPolicyIsTrustedOnly(t *testing.T) {
 		}
 	}
 }
+
+// A sandboxed lease's review worktree is checked out at the base while the
+// agent works, so checking the result out rewrites only what the agent
+// changed: a file it left alone was written before one it changed, though
+// a whole checkout writes them in path order.
+func TestReviewWorktreeIsCheckedOutWhileTheAgentWorks(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a.txt": "a\n", "z.txt": "z\n"}, "")
+	x, _ := runAgent(t, repo, "echo changed > a.txt")
+	var changed, untouched os.FileInfo
+	var err error
+	if changed, err = os.Stat(filepath.Join(x.Worktree(), "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if untouched, err = os.Stat(filepath.Join(x.Worktree(), "z.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if !untouched.ModTime().Before(changed.ModTime()) {
+		t.Fatalf("the untouched file was written at %s, not before the changed one (%s)", untouched.ModTime(), changed.ModTime())
+	}
+	if x.stagedAtBase() {
+		t.Fatalf("the review worktree still says it holds the base")
+	}
+}
