@@ -64,6 +64,10 @@ func (x *Execution) runCheck(ctx context.Context, p sandbox.Provider, tree plumb
 	spec.Dir = filepath.Join(x.RunDir(), "checks", fmt.Sprint(n))
 	spec.BaseTree = tree.String()
 	spec.ExportBase = func(dir string) error { return x.Repo.ExportTree(tree, dir) }
+	spec.ExportLayer = func(from, dir string, marks sandbox.LayerMarks) error {
+		return x.Repo.ExportLayer(plumbing.NewHash(from), tree, dir, marks)
+	}
+	spec.Distance = func(from string) (int, error) { return treeDistance(x.Repo, plumbing.NewHash(from), tree) }
 	defer p.Discard(context.Background(), spec)
 	if err := p.Create(ctx, spec); err != nil {
 		return sandbox.Exit{}, err

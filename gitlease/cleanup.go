@@ -246,12 +246,15 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 }
 
 // worktreeExpected is what the review worktree holds when nobody touched
-// it, when that is known: the result (checked out, or written by a
-// trusted_local agent), else nothing for a sandboxed lease whose result was
-// never checked out.
+// it, when that is known: the base for a sandboxed lease whose base was
+// checked out while its agent worked and whose result never was, the
+// result (checked out, or written by a trusted_local agent), else nothing
+// for a sandboxed lease whose result was never checked out.
 func (x *Execution) worktreeExpected() (plumbing.Hash, bool) {
 	r := x.Lease.Result
 	switch {
+	case x.stagedAtBase() && !x.agentWroteWorktree():
+		return mustTree(x.Repo, plumbing.NewHash(x.Lease.Base)), true
 	case r != nil && r.Tree != "" && (x.Lease.holdsResult() || x.agentWroteWorktree()):
 		return plumbing.NewHash(r.Tree), true
 	case !x.agentWroteWorktree():

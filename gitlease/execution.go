@@ -21,6 +21,9 @@ type Execution struct {
 	Repo  *refs.Repo
 	Lease *Lease
 	Tip   plumbing.Hash
+	// staged is closed when the review worktree's checkout of the base,
+	// made while the agent works, is done (nil when none was started).
+	staged chan struct{}
 }
 
 // Load reads the newest record of id.

@@ -6,7 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // GCOptions are the inputs of git lease gc.
@@ -85,6 +88,18 @@ func GC(ctx context.Context, repo *refs.Repo, opts GCOptions) ([]string, error) 
 		done = append(done, what)
 	}
 	return done, nil
+}
+
+// EvictBases removes the exported bases that no lease uses, by the age
+// and size cap of trusted policy's [bases] table, and says what it freed
+// (or, with dryRun, would free).
+func EvictBases(repo *refs.Repo, dryRun bool) ([]string, error) {
+	policy, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	if err != nil {
+		return nil, err
+	}
+	b := policy.Bases
+	return bwrap.EvictBases(repo.LeaseDir("bases"), time.Duration(b.MaxAge), int64(b.MaxBytes), time.Now(), dryRun)
 }
 
 // keptWorktree says why the lease's review worktree must outlive its log

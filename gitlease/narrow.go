@@ -91,6 +91,8 @@ func unionRule(field func(*Policy) *[]string) narrowRule {
 	}
 }
 
+const sharedBases = "exported bases are shared by every lease of the repository"
+
 const namesYourMachine = "agent presets and credential files name programs and files of your machine"
 
 // narrowing is the rule of every policy key (policyKeys and
@@ -150,6 +152,8 @@ var narrowing = map[string]narrowRule{
 		return ""
 	},
 	"crabbox.pass_env":       trustedOnly("it lets variables of your environment steer crabbox"),
+	"bases.max_age":          trustedOnly(sharedBases),
+	"bases.max_bytes":        trustedOnly(sharedBases),
 	"agents":                 trustedOnly(namesYourMachine),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),

@@ -39,10 +39,22 @@ type Policy struct {
 	Agents          map[string]AgentPreset `toml:"agents" json:"-"`
 	CredentialFiles map[string]string      `toml:"credential_files" json:"-"`
 
+	// Bases bounds the exported bases that bwrap keeps for later leases;
+	// trusted policy only, and no record holds it (it is no lease's).
+	Bases BasesPolicy `toml:"bases" json:"-"`
+
 	// Bwrap applies when Provider is "bwrap".
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
 	Crabbox CrabboxPolicy `toml:"crabbox" json:"crabbox"`
+}
+
+// BasesPolicy is the [bases] table: git lease gc evicts the exported bases
+// (and layers) that no lease uses when unused for longer than MaxAge, and
+// then, oldest first, while they take more than MaxBytes (0: no cap).
+type BasesPolicy struct {
+	MaxAge   Duration `toml:"max_age"`
+	MaxBytes Size     `toml:"max_bytes"`
 }
 
 // BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
@@ -110,6 +122,7 @@ func DefaultPolicy() Policy {
 			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
 			Protected: slices.Clone(verify.DefaultProtected), AcceptAtApply: []string{},
 		},
+		Bases:   BasesPolicy{MaxAge: Duration(7 * 24 * time.Hour), MaxBytes: 20 << 30},
 		Bwrap:   BwrapPolicy{SeccompAllow: []string{}, TolerateEscapes: []string{}},
 		Crabbox: defaultCrabbox(),
 	}
@@ -240,7 +253,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.

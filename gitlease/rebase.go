@@ -79,9 +79,6 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lease %s: rebase of %s onto %s\n", id, old.ID, head.String()[:12])
-	if err := y.addWorktree(ctx, true); err != nil {
-		return y, y.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
-	}
 	if err := y.Move(ctx, Collecting, nil, nil); err != nil {
 		return y, err
 	}

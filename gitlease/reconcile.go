@@ -190,11 +190,14 @@ func (x *Execution) reconcileMaterialized(ctx context.Context) (string, error) {
 	if x.agentWroteWorktree() || x.Lease.Cleanup != nil {
 		return "", nil
 	}
+	// A sandboxed lease's review worktree is added while its agent works
+	// or with the checkout of its result: it may be missing, or hold the
+	// base.
 	admin, err := x.worktreeAdmin()
-	if err != nil || admin == "" {
+	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(admin, "index")); err == nil {
+	if _, err := os.Stat(filepath.Join(admin, "index")); admin != "" && err == nil && !x.stagedAtBase() {
 		return "", nil
 	}
 	return "checked the result out into the review worktree", x.checkoutReview(ctx)

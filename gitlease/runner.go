@@ -133,6 +133,8 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err := proc.Release(); err != nil {
 		return x.agentEnded(ctx, provider, spec, proc, a, logFile, logPath, started, 0, err, progress)
 	}
+	x.stageReview(ctx)
+	defer x.waitStaged()
 	pace := newActivityPacer(time.Now())
 	x.activity(ctx, sup, endpoint, sandbox.StateWorking, sandbox.StateWorking, "", 0)
 	if err := x.deliverPrompt(ctx, proc, tty); err != nil {

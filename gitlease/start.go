@@ -300,6 +300,12 @@ func (x *Execution) spec() sandbox.Spec {
 		ExportBase: func(dir string) error {
 			return x.Repo.ExportTree(plumbing.NewHash(tree), dir)
 		},
+		ExportLayer: func(from, dir string, marks sandbox.LayerMarks) error {
+			return x.Repo.ExportLayer(plumbing.NewHash(from), plumbing.NewHash(tree), dir, marks)
+		},
+		Distance: func(from string) (int, error) {
+			return treeDistance(x.Repo, plumbing.NewHash(from), plumbing.NewHash(tree))
+		},
 		ReadOnly:               x.Lease.Policy.ReadOnly,
 		SeccompAllow:           x.Lease.Policy.Bwrap.SeccompAllow,
 		RequireEscapeRecording: x.Lease.Policy.Bwrap.RequireRecording,
@@ -311,21 +317,34 @@ func (x *Execution) spec() sandbox.Spec {
 	}
 }
 
-// prepare adds the review worktree and creates the sandbox: the part of
-// provisioning done by the command that starts the lease. Exporting the
+// treeDistance is the number of paths that differ between two trees.
+func treeDistance(repo *refs.Repo, a, b plumbing.Hash) (int, error) {
+	changes, err := repo.DiffTrees(a, b)
+	return len(changes), err
+}
+
+// prepare creates the sandbox, and for a trusted_local lease the review
+// worktree its agent works in: the part of provisioning done by the
+// command that starts the lease. A sandboxed lease's review worktree is
+// added when its result is checked out (see addWorktree). Exporting the
 // base's files (for bwrap, once per base tree; for Crabbox, the seed of
 // each box) is the one step that takes long, seconds for a large tree, so
 // it says so.
 func (x *Execution) prepare(ctx context.Context, provider sandbox.Provider, progress io.Writer) error {
-	if err := x.addWorktree(ctx, provider.Sandboxed()); err != nil {
-		return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
+	if !provider.Sandboxed() {
+		if err := x.addWorktree(ctx); err != nil {
+			return x.fail(ctx, fmt.Sprintf("review worktree: %v", err), err)
+		}
 	}
-	fault("start:worktree")
 	spec := x.spec()
-	export := spec.ExportBase
+	export, layer := spec.ExportBase, spec.ExportLayer
 	spec.ExportBase = func(dir string) error {
 		fmt.Fprintf(progress, "lease %s: exporting the files of base tree %s\n", x.Lease.ID, spec.BaseTree[:12])
 		return export(dir)
+	}
+	spec.ExportLayer = func(from, dir string, marks sandbox.LayerMarks) error {
+		fmt.Fprintf(progress, "lease %s: exporting base tree %s as what changed since %s\n", x.Lease.ID, spec.BaseTree[:12], from[:12])
+		return layer(from, dir, marks)
 	}
 	if err := provider.Create(ctx, spec); err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)

@@ -9,11 +9,13 @@ import (
 )
 
 // addWorktree adds the review worktree at its derived path on the lease's
-// branch. A trusted_local agent works in it, so it is checked out at the
-// base; for a sandboxed lease it stays empty until the result is
-// materialized into it. It is idempotent: a worktree already registered for
-// this lease at that path is kept.
-func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
+// branch. A trusted_local agent works in it, so it is added, checked out at
+// the base, before the agent starts. A sandboxed lease's agent never sees
+// it: it is added (empty) once the agent runs (see stageReview), off the
+// way to the agent, or else when the result is checked out into it. It is
+// idempotent: a worktree already registered for this lease at that path is
+// kept.
+func (x *Execution) addWorktree(ctx context.Context) error {
 	path := x.Worktree()
 	if admin, err := x.worktreeAdmin(); err == nil && admin != "" {
 		return nil
@@ -22,7 +24,7 @@ func (x *Execution) addWorktree(ctx context.Context, sandboxed bool) error {
 		return err
 	}
 	args := []string{"add", "--quiet"}
-	if sandboxed {
+	if !x.agentWroteWorktree() {
 		args = append(args, "--no-checkout")
 	}
 	_, err := x.Repo.Worktree(ctx, append(args, path, x.Lease.Branch)...)
@@ -59,12 +61,68 @@ func (x *Execution) agentWroteWorktree() bool {
 	return x.Lease.Provider == "worktree" && x.Lease.RebasedFrom == ""
 }
 
+// stagedMarker, in the run directory, says that the review worktree of a
+// sandboxed lease may hold the base (or part of it) rather than the result:
+// it is written before stageReview checks the base out and removed once
+// the result is.
+const stagedMarker = "review-at-base"
+
+// stageReview adds a sandboxed lease's review worktree and checks the base
+// out into it while the agent works, so that checking the result out
+// later writes only what the agent changed (git's one-tree read-tree
+// keeps the entries that match). It never delays the agent, and a failure
+// only leaves the whole checkout to checkoutReview. checkoutReview, and
+// the caller before it returns, wait for it (waitStaged).
+func (x *Execution) stageReview(ctx context.Context) {
+	if x.agentWroteWorktree() || x.staged != nil {
+		return
+	}
+	if os.WriteFile(filepath.Join(x.RunDir(), stagedMarker), nil, 0o600) != nil {
+		return
+	}
+	done := make(chan struct{})
+	x.staged = done
+	// Its own copy: Move replaces x.Lease meanwhile (the record it
+	// replaces is never written).
+	y := &Execution{Repo: x.Repo, Lease: x.Lease}
+	go func() {
+		defer close(done)
+		if y.addWorktree(ctx) != nil {
+			return
+		}
+		if admin, err := y.worktreeAdmin(); err == nil && admin != "" {
+			y.Repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + y.Worktree()}, nil, "read-tree", "--reset", "-u", y.Lease.Base)
+		}
+	}()
+}
+
+// waitStaged waits for stageReview's checkout, if one was started.
+func (x *Execution) waitStaged() {
+	if x.staged != nil {
+		<-x.staged
+	}
+}
+
+// stagedAtBase reports whether the review worktree may hold the base
+// rather than the result (see stagedMarker).
+func (x *Execution) stagedAtBase() bool {
+	_, err := os.Lstat(filepath.Join(x.RunDir(), stagedMarker))
+	return err == nil
+}
+
 // checkoutReview makes the review worktree show the result. For a
 // trusted_local lease the files are already there (the agent wrote them):
 // only the index is rewritten from the branch, and git never reads the
-// agent-written files. For a sandboxed lease the result is checked out into
-// the empty worktree, which no agent has ever written.
+// agent-written files. For a sandboxed lease the worktree is added if
+// stageReview did not, and the result checked out into it: no agent has
+// ever written it.
 func (x *Execution) checkoutReview(ctx context.Context) error {
+	x.waitStaged()
+	if !x.agentWroteWorktree() {
+		if err := x.addWorktree(ctx); err != nil {
+			return fmt.Errorf("review worktree: %w", err)
+		}
+	}
 	admin, err := x.worktreeAdmin()
 	if err != nil || admin == "" {
 		return fmt.Errorf("review worktree of %s is not registered with git: run git lease reconcile", x.Lease.ID)
@@ -73,6 +131,11 @@ func (x *Execution) checkoutReview(ctx context.Context) error {
 		_, err = x.Repo.GitAt(ctx, admin, nil, nil, "read-tree", x.Lease.Branch)
 		return err
 	}
-	_, err = x.Repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + x.Worktree()}, nil, "read-tree", "--reset", "-u", x.Lease.Branch)
-	return err
+	if _, err = x.Repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + x.Worktree()}, nil, "read-tree", "--reset", "-u", x.Lease.Branch); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(x.RunDir(), stagedMarker)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }

@@ -25,6 +25,13 @@ type Spec struct {
 	BaseTree string
 	// ExportBase writes the base tree's files into an empty directory.
 	ExportBase func(dir string) error
+	// ExportLayer, when set, writes into an empty directory what turns an
+	// export of tree from into one of the base tree when laid over it:
+	// the changed files, with marks for what it hides. It costs what
+	// changed. Distance counts the paths that differ between tree from
+	// and the base tree, to pick the nearest export to lay it over.
+	ExportLayer func(from, dir string, marks LayerMarks) error
+	Distance    func(from string) (int, error)
 	// BasesDir holds exported bases shared by leases (one directory per tree).
 	BasesDir string
 	// Limits bounds the agent.
@@ -49,6 +56,14 @@ type Spec struct {
 	// agent's escape attempts (see EscapeRecorder) refuse to start
 	// (ErrUnavailable) instead of running unrecorded.
 	RequireEscapeRecording bool
+}
+
+// LayerMarks makes the entries of a layer that hide what the layers below
+// hold at a path: a whiteout for a path that is gone, an opaque directory
+// for one whose content below must not show.
+type LayerMarks interface {
+	Whiteout(path string) error
+	Opaque(path string) error
 }
 
 // Bind puts one host file at Sandbox, inside the sandbox. Providers without

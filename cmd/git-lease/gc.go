@@ -28,6 +28,11 @@ its log, branch and worktree in .git/lease/removed.jsonl (the files stay).
 review branches) of leases git-lease cannot read, as git lease doctor lists
 them, noting each log's commit in .git/lease/removed.jsonl first.
 
+Gc also evicts the exported bases (the files sandboxed leases start from,
+kept for later leases) that no lease uses: those unused for longer than
+trusted policy's bases.max_age (default 7d), then the oldest while all take
+more than bases.max_bytes (default 20GiB), and says what each freed.
+
 Example:
    git lease gc --older-than 7d --dry-run`,
 		Flags: []cli.Flag{
@@ -61,6 +66,11 @@ Example:
 				return usagef("--older-than %s: %v", age, err)
 			}
 			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
+			if err == nil {
+				var freed []string
+				freed, err = gitlease.EvictBases(repo, c.Bool("dry-run"))
+				done = append(done, freed...)
+			}
 			for _, line := range done {
 				fmt.Println(line)
 			}

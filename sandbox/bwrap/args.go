@@ -32,13 +32,15 @@ type stage struct {
 	// mount, when set, makes the stage's mount (root only) in place of a
 	// detached copy of Host's.
 	mount func() (int, error)
+	// Lower marks the overlay's lower layers (the exported base's), in
+	// order, the topmost first. They are staged as lower0, lower1, ….
+	Lower bool
 }
 
-// The names of the overlay's stages: the exported base (the lower layer)
-// and the lease's runtime directory, which holds the upper and work
-// directories (overlayfs wants both on one mount).
+// The names of the overlay's stages: the lease's runtime directory, which
+// holds the upper and work directories (overlayfs wants both on one
+// mount), and where the overlay is mounted; its lower layers come first.
 const (
-	stageLower   = "lower"
 	stageLease   = "lease"
 	stageMerged  = "merged"    // the overlay's mount point, made by the init
 	stageScratch = "scratch"   // the tmpfs behind /tmp, the home and /dev/shm
@@ -103,12 +105,19 @@ func (v *sandboxView) stageBind(host, dest string, writable bool) {
 // newSandboxView is the whole sandbox: what the agent sees and nothing
 // else.
 func newSandboxView(spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
+	lowers, err := lowerDirs(spec)
+	if err != nil {
+		return nil, err
+	}
 	v := &sandboxView{
-		stages: []stage{{Name: stageLower, Host: lowerDir(spec), Dir: true}, {Name: stageLease, Host: spec.Dir, Dir: true}},
 		etc:    generatedEtc(spec.ID),
 		files:  map[string]sandboxFile{},
 		shared: map[string]string{},
 	}
+	for i, dir := range lowers {
+		v.stages = append(v.stages, stage{Name: "lower" + strconv.Itoa(i), Host: dir, Dir: true, Lower: true})
+	}
+	v.stages = append(v.stages, stage{Name: stageLease, Host: spec.Dir, Dir: true})
 	v.add("--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
 		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
 		"--hostname", "lease-"+spec.ID,

@@ -2,8 +2,10 @@ package bwrap
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,7 @@ func specFor(bases, id string, exports *atomic.Int32) sandbox.Spec {
 	}}
 }
 
-func TestBaseIsExportedOnceAndRemovedWithItsLastUser(t *testing.T) {
+func TestBaseIsExportedOnceAndOutlivesItsUsers(t *testing.T) {
 	bases := t.TempDir()
 	var exports atomic.Int32
 	a, b := specFor(bases, "aaaaaaaaaaaa", &exports), specFor(bases, "bbbbbbbbbbbb", &exports)
@@ -39,17 +41,67 @@ func TestBaseIsExportedOnceAndRemovedWithItsLastUser(t *testing.T) {
 	if n := exports.Load(); n != 1 {
 		t.Fatalf("the base was exported %d times", n)
 	}
-	if b, err := os.ReadFile(filepath.Join(lowerDir(a), "file")); err != nil || string(b) != "base" {
+	lowers, err := lowerDirs(a)
+	if err != nil || len(lowers) != 1 {
+		t.Fatalf("lower layers %v, %v", lowers, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(lowers[0], "file")); err != nil || string(b) != "base" {
 		t.Fatalf("exported base: %q %v", b, err)
 	}
 	must(t, releaseBase(a))
 	must(t, releaseBase(a)) // twice is harmless
-	if _, err := os.Stat(lowerDir(b)); err != nil {
-		t.Fatalf("releasing one lease removed a base another lease uses: %v", err)
-	}
 	must(t, releaseBase(b))
-	if _, err := os.Stat(basePath(b)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the base outlived its last user: %v", err)
+	if users, err := os.ReadDir(filepath.Join(basePath(bases, tree), "users")); err != nil || len(users) != 0 {
+		t.Fatalf("users left: %v %v", users, err)
+	}
+	must(t, acquireBase(a))
+	if n := exports.Load(); n != 1 {
+		t.Fatalf("the base was exported again for a later lease")
+	}
+}
+
+// A new tree is laid over the exported base nearest to it, by distance,
+// and a stack as deep as maxStack is not stacked on again.
+func TestNewTreeIsLaidOverTheNearestBase(t *testing.T) {
+	bases := t.TempDir()
+	var exports atomic.Int32
+	hash := func(n int) string { return fmt.Sprintf("%040x", n) }
+	// Tree n is n paths away from tree 0, and |n-m| from tree m.
+	specOf := func(n int) sandbox.Spec {
+		s := specFor(bases, "aaaaaaaaaaaa", &exports)
+		s.BaseTree = hash(n)
+		s.ExportLayer = func(from, dir string, marks sandbox.LayerMarks) error {
+			return os.WriteFile(filepath.Join(dir, "file"), []byte(s.BaseTree), 0o644)
+		}
+		s.Distance = func(from string) (int, error) {
+			var m int
+			fmt.Sscanf(from, "%x", &m)
+			return max(n-m, m-n), nil
+		}
+		return s
+	}
+	must(t, acquireBase(specOf(0)))
+	must(t, acquireBase(specOf(100)))
+	must(t, acquireBase(specOf(90)))
+	lowers, err := lowerDirs(specOf(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(bases, hash(90), "layer"), filepath.Join(bases, hash(100), "layer"), filepath.Join(bases, hash(0), "tree")}
+	if !slices.Equal(lowers, want) {
+		t.Fatalf("tree 90 stacks on %v, want %v", lowers, want)
+	}
+	for n := 1; n < maxStack+1; n++ {
+		must(t, acquireBase(specOf(1000+n)))
+	}
+	if exports.Load() != 2 {
+		t.Fatalf("%d whole exports, want 2: one for the first tree, one where the stack was %d deep", exports.Load(), maxStack)
+	}
+	// Tree 1000+n is n+2 deep (over 100 and 0) until the stack is full.
+	for n, depth := range map[int]int{maxStack - 2: maxStack, maxStack - 1: 1, maxStack: 2} {
+		if lowers, err = lowerDirs(specOf(1000 + n)); err != nil || len(lowers) != depth {
+			t.Fatalf("tree %d: %d layers (%v), want %d", 1000+n, len(lowers), err, depth)
+		}
 	}
 }
 
@@ -64,7 +116,7 @@ func TestHalfWrittenExportIsNeverUsed(t *testing.T) {
 	if err := acquireBase(broken); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("a failed export: %v", err)
 	}
-	if _, err := os.Stat(basePath(broken)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(basePath(bases, tree)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a failed export became a base")
 	}
 	// A crash mid-export leaves a .tmp- directory: it is cleared, never used.
@@ -74,7 +126,7 @@ func TestHalfWrittenExportIsNeverUsed(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(bases, ".tmp-*")); len(left) != 0 {
 		t.Fatalf("stale exports left: %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(lowerDir(good), "partial")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(bases, tree, "tree", "partial")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the half-written export leaked into the base")
 	}
 }

@@ -111,11 +111,11 @@ func makeImage(spec sandbox.Spec) error {
 // formatting at once each rename a complete template into place.
 func imageTemplate(spec sandbox.Spec) (string, error) {
 	size := imageSize(spec.Limits.DiskBytes)
-	path := filepath.Join(basePath(spec), fmt.Sprintf("disk-%d.ext4", size))
+	path := filepath.Join(basePath(spec.BasesDir, spec.BaseTree), fmt.Sprintf("disk-%d.ext4", size))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	if err := os.MkdirAll(basePath(spec), 0o700); err != nil {
+	if err := os.MkdirAll(basePath(spec.BasesDir, spec.BaseTree), 0o700); err != nil {
 		return "", err
 	}
 	tmp := path + ".tmp-" + spec.ID

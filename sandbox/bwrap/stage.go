@@ -5,16 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // detach makes, for each stage, a detached copy of its host mount, for the
 // sandbox's init (pid), which runs as the lease's own uid and could not
-// reach root's directories by path. The exported base is shown through an
-// idmapping that makes its files (root's on disk, shared by every lease)
-// the sandbox's own, so that overlayfs can copy them up for this lease
-// alone. Only root can make such mounts: it is the root path.
+// reach root's directories by path. Each layer of the exported base is
+// shown through an idmapping that makes its files (root's on disk, shared
+// by every lease) the sandbox's own, so that overlayfs can copy them up
+// for this lease alone. Only root can make such mounts: it is the root
+// path.
 func detach(stages []stage, pid int) ([]int, error) {
 	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -35,7 +37,7 @@ func detach(stages []stage, pid int) ([]int, error) {
 			return nil, fmt.Errorf("detach a copy of %s: %w", s.Name, err)
 		}
 		fds = append(fds, fd)
-		if s.Name != stageLower {
+		if !s.Lower {
 			continue
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(ns)}
@@ -146,8 +148,14 @@ func stageAll(spec initSpec, fds []int) error {
 	if err := os.Mkdir(merged, 0o755); err != nil {
 		return err
 	}
+	var lowers []string
+	for _, s := range spec.Stages {
+		if s.Lower {
+			lowers = append(lowers, filepath.Join(stageDir, s.Name))
+		}
+	}
 	lease := filepath.Join(stageDir, stageLease)
-	opts := "lowerdir=" + filepath.Join(stageDir, stageLower) + ",upperdir=" + filepath.Join(lease, "upper") + ",workdir=" + filepath.Join(lease, "work") + ",userxattr"
+	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(lease, "upper") + ",workdir=" + filepath.Join(lease, "work") + ",userxattr"
 	if err := unix.Mount("overlay", merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay: %w", err)
 	}

@@ -20,12 +20,12 @@ func BenchmarkDetachStages(b *testing.B) {
 	}
 	dir := b.TempDir()
 	var stages []stage
-	for _, name := range []string{stageLower, stageLease, "bind2", "bind3"} {
+	for _, name := range []string{"lower0", stageLease, "bind2", "bind3"} {
 		p := filepath.Join(dir, name)
 		if err := os.Mkdir(p, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		stages = append(stages, stage{Name: name, Host: p, Dir: true})
+		stages = append(stages, stage{Name: name, Host: p, Dir: true, Lower: name == "lower0"})
 	}
 	// A process in a user namespace of its own, as the sandbox's init is.
 	held := exec.Command("sleep", "60")

@@ -2,14 +2,17 @@
 // work, side by side in one run, on generated repositories of 1k, 10k and
 // 100k files:
 //
-//   - git:        git worktree add, edit 10 files, git add -A && git commit
-//   - lease cold: git lease start (first lease on that base: the base is
-//     exported), the agent edits the same 10 files, up to review
-//   - lease warm: the same on a base another lease already exported
+//   - git:         git worktree add, edit 10 files, git add -A && git commit
+//   - lease cold:  git lease start (first lease ever: the base is exported
+//     whole), the agent edits the same 10 files, up to review
+//   - lease moved: the same after main moved by a commit of 10 other files
+//     since the last export (the base is a layer of what changed)
+//   - lease warm:  the same on a base another lease already exported
 //
-// It reports the median wall time of each, the warm/git and cold/git
-// ratios, the sandbox start latency (from invoking git lease to the agent's
-// first instruction) and the peak resident memory of the largest process.
+// It reports the median wall time of each, its ratio to git, the sandbox
+// start latency (from invoking git lease to the agent's first instruction),
+// the peak resident memory of the largest process, and the disk that the
+// exported bases and layers take.
 //
 //	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3]
 package main
@@ -52,19 +55,34 @@ func main() {
 		n, err := strconv.Atoi(s)
 		check(err)
 		repo := generate(tmp, n, env)
-		// Interleaved, so that each round of the three meets the machine
+		// Interleaved, so that each round of the four meets the machine
 		// (page cache, disk, other load) in the same state.
-		var gits, colds, warms []sample
+		var gits, colds, moveds, warms []sample
+		// What a round deletes is deleted at its end, not before a
+		// measurement: this machine's disk creates files slowly next to
+		// ones just deleted (see README), which would burden whichever
+		// measurement came next.
 		for i := 0; i < *runs; i++ {
-			gits = append(gits, gitBaseline(repo, i, env))
-			colds = append(colds, lease(repo, env, true))
-			warms = append(warms, lease(repo, env, false))
+			g, wt := gitBaseline(repo, i, env)
+			gits = append(gits, g)
+			// The first lease ever: no exported base to start from.
+			bases := filepath.Join(repo, ".git", "lease", "bases")
+			aside := bases + fmt.Sprintf("-%d", i)
+			if err := os.Rename(bases, aside); err != nil && !os.IsNotExist(err) {
+				log.Fatal(err)
+			}
+			colds = append(colds, lease(repo, env))
+			moveMain(repo, i, env)
+			moveds = append(moveds, lease(repo, env))
+			warms = append(warms, lease(repo, env))
+			run(repo, env, "git", "worktree", "remove", "--force", wt)
+			removeAll(aside)
 		}
-		git, cold, warm := summarize(gits), summarize(colds), summarize(warms)
+		git := summarize(gits)
 		for _, row := range []struct {
 			what string
 			m    sample
-		}{{"git", git}, {"lease cold", cold}, {"lease warm", warm}} {
+		}{{"git", git}, {"lease cold", summarize(colds)}, {"lease moved", summarize(moveds)}, {"lease warm", summarize(warms)}} {
 			ratio, start := "", ""
 			if row.what != "git" {
 				ratio = fmt.Sprintf("%.2fx", row.m.wall.Seconds()/git.wall.Seconds())
@@ -72,7 +90,51 @@ func main() {
 			}
 			fmt.Printf("%-8d %-11s %10s %10s %8d %14s %9.1f MiB\n", n, row.what, row.m.wall.Round(time.Millisecond), ratio, *runs, start, float64(row.m.rss)/(1<<20))
 		}
+		whole, layers, count := basesDisk(repo)
+		fmt.Printf("%-8d disk: whole base %.1f MiB, %d layers %.1f MiB in all\n", n, float64(whole)/(1<<20), count, float64(layers)/(1<<20))
 	}
+}
+
+// moveMain commits a change of 10 files (not the ones the agents edit) on
+// main, as a teammate's commit would, so that the next lease's base is one
+// no lease has exported.
+func moveMain(repo string, round int, env []string) {
+	n := countFiles(repo)
+	var moved []string
+	for i := 0; i < 10; i++ {
+		k := i*n/10 + 1
+		moved = append(moved, fmt.Sprintf("d%04d/f%06d.txt", k/100, k))
+	}
+	script := fmt.Sprintf("for f in %s; do echo move %d >> $f; done && git commit -q -am move", strings.Join(moved, " "), round)
+	run(repo, env, "sh", "-c", script)
+}
+
+// basesDisk is what the exported bases take on disk: the whole exports,
+// and the layers, with their count.
+func basesDisk(repo string) (whole, layers int64, count int) {
+	dirs, _ := filepath.Glob(filepath.Join(repo, ".git", "lease", "bases", "*"))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "layer")); err == nil {
+			layers += du(d)
+			count++
+		} else {
+			whole += du(d)
+		}
+	}
+	return whole, layers, count
+}
+
+// du is the disk a tree takes: allocated blocks, at least one per entry.
+func du(dir string) int64 {
+	var total int64
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil {
+			st := info.Sys().(*syscall.Stat_t)
+			total += max(st.Blocks*512, 4096)
+		}
+		return nil
+	})
+	return total
 }
 
 type sample struct {
@@ -128,19 +190,16 @@ func generate(tmp string, n int, env []string) string {
 	return repo
 }
 
-func gitBaseline(repo string, i int, env []string) sample {
+// gitBaseline does the work with plain git and returns its measure and the
+// worktree it made.
+func gitBaseline(repo string, i int, env []string) (sample, string) {
 	wt := filepath.Join(filepath.Dir(repo), fmt.Sprintf("wt-%s-%d", filepath.Base(repo), i))
 	script := fmt.Sprintf("git worktree add -q -b bench-%d %s main && cd %s && for f in %s; do echo edit >> $f; done && git add -A && git commit -q -m edit",
 		i, wt, wt, strings.Join(edited(countFiles(repo)), " "))
-	s := timed(repo, env, "sh", "-c", script)
-	run(repo, env, "git", "worktree", "remove", "--force", wt)
-	return s.sample
+	return timed(repo, env, "sh", "-c", script).sample, wt
 }
 
-func lease(repo string, env []string, cold bool) sample {
-	if cold {
-		removeAll(filepath.Join(repo, ".git", "lease", "bases"))
-	}
+func lease(repo string, env []string) sample {
 	agent := fmt.Sprintf("echo T=$(date +%%s%%N); for f in %s; do echo edit >> $f; done", strings.Join(edited(countFiles(repo)), " "))
 	began := time.Now()
 	s := timed(repo, env, "git", "lease", "start", "--", "sh", "-c", agent)
