@@ -8,23 +8,32 @@
 // (CRABBOX_CONFIG) and state directory (XDG_STATE_HOME), both under
 // spec.Dir, and from a fresh git repository that holds exactly the base
 // tree, so neither the developer's checkout nor the task's own .crabbox.yaml
-// reaches Crabbox. The lease's directory holds:
+// reaches Crabbox. Crabbox's own sync is never used (it skips committed
+// files under node_modules, .cache, .venv and what .crabboxignore names,
+// and keeps its state in .crabbox/ inside its work directory): the box gets
+// the base as a tarball uploaded with `crabbox cp`, unpacked in a directory
+// git-lease names (boxDir), and the result comes back as a tarball of that
+// tree, so modes and symlinks survive both ways. The lease's directory
+// holds:
 //
 //	crabbox.yaml  the whole Crabbox config, written from this Provider
 //	state/        XDG_STATE_HOME: Crabbox's local claims for this lease only
-//	seed/         the base tree as one commit; Crabbox syncs and runs from here
+//	seed/         the base tree as one commit; crabbox runs from here
 //	asked         the ID a warmup requested, until Crabbox refuses it
 //	box.json      the leased box's ID, written as soon as Crabbox prints it
-//	run.json      the finished run's timing report (its remote work directory)
+//	outbox/       what Release uploads: git-lease-<ID>/ with base.tar and prompt
+//	run.json      the finished run's timing report
 //	agent.env     the agent's environment while it runs
-//	incoming/     a copy of the box's work directory in transfer
-//	delta/        the collected copy: what Delta points at
+//	agent.stdout  the agent's standard output (crabbox --capture-stdout)
+//	agent.stderr  the agent's standard error (crabbox --capture-stderr)
+//	incoming/     the result tarball in transfer
+//	delta/        the unpacked result: what Delta points at
 //
-// The contract was read from Crabbox 0.46.0 (commit 0bba5f7d); 0.44.0 or
-// later is required. Tests use a stand-in (testdata/crabbox-standin). To
-// try the real CLI: install crabbox and Docker, check `crabbox doctor
-// --provider local-container`, and give this Provider CrabboxProvider
-// "local-container" with "local-container" in SandboxedProviders.
+// The contract was read from Crabbox 0.46.0 (commit 0bba5f7d) and run
+// against it (README, "Tested against the real program"); 0.44.0 or later
+// is required. Tests use a stand-in (testdata/crabbox-standin) and, when a
+// crabbox and sshd are installed, the real CLI over its static-SSH
+// provider (TestRealCrabbox).
 package crabbox
 
 import (
@@ -128,13 +137,20 @@ func (p Provider) checkProvider() error {
 
 // paths are the places of one lease under spec.Dir (see the package doc).
 type paths struct {
-	config, state, seed, asked, box, run, env, incoming, delta string
+	config, state, seed, asked, box, outbox, run, env, stdout, stderr, incoming, delta string
 }
 
 func layout(spec sandbox.Spec) paths {
 	at := func(name string) string { return filepath.Join(spec.Dir, name) }
 	return paths{
 		config: at("crabbox.yaml"), state: at("state"), seed: at("seed"), asked: at("asked"), box: at("box.json"),
-		run: at("run.json"), env: at("agent.env"), incoming: at("incoming"), delta: at("delta"),
+		outbox: at("outbox"), run: at("run.json"), env: at("agent.env"), stdout: at("agent.stdout"), stderr: at("agent.stderr"),
+		incoming: at("incoming"), delta: at("delta"),
 	}
 }
+
+// boxDir is the directory git-lease names on a box for a lease: base.tar
+// and prompt (uploaded at Release), tree/ (the base unpacked, where the
+// agent works) and result.tar (tree/ packed once the agent has ended). It is
+// outside Crabbox's work directory, so nothing of Crabbox's is in it.
+func boxDir(spec sandbox.Spec) string { return "/tmp/git-lease-" + spec.ID }
