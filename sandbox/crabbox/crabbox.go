@@ -68,6 +68,12 @@ type Provider struct {
 	// no other CRABBOX_* variable does. CRABBOX_CONFIG and
 	// CRABBOX_ENV_ALLOW never pass.
 	PassEnv []string
+
+	// testOnlyStaticSSH lets the contract test (TestRealCrabbox) lease a
+	// loopback sshd through Crabbox's static SSH provider, which runs the
+	// same copy and run path as the providers that isolate. Nothing outside
+	// this package's tests can set it.
+	testOnlyStaticSSH bool
 }
 
 var (
@@ -127,10 +133,16 @@ func (p Provider) checkProvider() error {
 	switch {
 	case !providerName.MatchString(p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is not a provider name; set crabbox.provider in trusted policy (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
-	case slices.Contains(staticSSH, p.CrabboxProvider):
+	case slices.Contains(staticSSH, p.CrabboxProvider) && !p.testOnlyStaticSSH:
 		return fmt.Errorf("%w: crabbox provider %q is static SSH, which runs the agent on an existing host with no isolation; pick a provider that isolates (for example local-container) or use --mode trusted_local knowingly", sandbox.ErrUnavailable, p.CrabboxProvider)
 	case !slices.Contains(p.SandboxedProviders, p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is not one that trusted policy counts as sandboxed (Crabbox itself is not a boundary; isolation is the provider's); add it to crabbox.sandboxed in trusted policy if it isolates", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case slices.Contains(delegated, p.CrabboxProvider):
+		return fmt.Errorf("%w: crabbox provider %q runs commands through a delegated service, not a box Crabbox reaches over SSH; git-lease has no contract test for delegated providers yet, so it does not use them", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case boundary[p.CrabboxProvider] == "":
+		return fmt.Errorf("%w: crabbox provider %q is not one git-lease knows (it was checked against Crabbox 0.46.0's providers under their own names, not aliases); name the provider as Crabbox lists it", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case !p.testOnlyStaticSSH && boundary[p.CrabboxProvider] == "none":
+		return fmt.Errorf("%w: crabbox provider %q gives no isolation of its own; pick a provider that isolates (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
 	}
 	return nil
 }
