@@ -35,7 +35,7 @@ func TestForgedReport(t *testing.T) {
 }
 
 func TestParseVersion(t *testing.T) {
-	for in, want := range map[string][3]int{"0.46.0\n": {0, 46, 0}, "v1.2.3-rc.1": {1, 2, 3}, "crabbox 0.44.10": {0, 44, 10}} {
+	for in, want := range map[string]sandbox.Version{"0.46.0\n": {0, 46, 0}, "v1.2.3-rc.1": {1, 2, 3}, "crabbox 0.44.10": {0, 44, 10}} {
 		if got, ok := parseVersion(in); !ok || got != want {
 			t.Errorf("parseVersion(%q) = %v, %v", in, got, ok)
 		}
