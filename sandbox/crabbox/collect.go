@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -20,7 +22,7 @@ import (
 // size before copying, so the download is bounded while it lands (killed
 // and removed once it holds more than MaxCopyBytes), and so is what the
 // tarball unpacks to. Nothing under .crabbox/ at the top is ever part of a
-// result (see keepOwnOut). Collecting again replaces the earlier copy. It
+// result (see unpackResult). Collecting again replaces the earlier copy. It
 // fails before a run has finished with a timing report, and when the box
 // left no result (it could not unpack the base, or pack the tree).
 func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
@@ -43,11 +45,8 @@ func (p Provider) Collect(ctx context.Context, spec sandbox.Spec) error {
 		return err
 	}
 	tree := filepath.Join(l.incoming, "tree")
-	if err := unpack(filepath.Join(l.incoming, "result.tar"), tree, p.MaxCopyBytes); err != nil {
+	if err := unpackResult(spec, filepath.Join(l.incoming, "result.tar"), tree, p.MaxCopyBytes); err != nil {
 		return fmt.Errorf("the result of box %s: %w", b.ID, err)
-	}
-	if err := keepOwnOut(l.seed, tree); err != nil {
-		return fmt.Errorf("take crabbox's own files out of the result of box %s: %w", b.ID, err)
 	}
 	if err := os.RemoveAll(l.delta); err != nil {
 		return err
@@ -140,63 +139,33 @@ func treeSize(dir string) int64 {
 // failure captures), as read from Crabbox 0bba5f7d.
 const crabboxDir = ".crabbox"
 
-// keepOwnOut makes .crabbox/ in the copy exactly what the base has there
-// (usually nothing): whatever Crabbox or the agent wrote under it is
-// removed, and the base's own .crabbox/ entries (a repository may commit
-// one) are put back from the seed, so nothing under .crabbox/ is ever
-// part of a result. The copy is only touched through an os.Root.
-func keepOwnOut(base, copyDir string) error {
-	root, err := os.OpenRoot(copyDir)
+// ownedByCrabbox reports whether a relative name is under the top-level
+// .crabbox/.
+func ownedByCrabbox(name string) bool {
+	return name == crabboxDir || strings.HasPrefix(name, crabboxDir+"/")
+}
+
+// unpackResult makes dir the tree the box's tarball holds, except for the
+// top-level .crabbox/, which is exactly what the base has there (usually
+// nothing; a repository may commit one), taken from the base tarball
+// Release uploaded: nothing under .crabbox/ is ever part of a result. (The
+// seed's own .crabbox/ is no source for it: crabbox writes its failure
+// captures there.)
+func unpackResult(spec sandbox.Spec, tarball, dir string, max int64) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if err := root.RemoveAll(crabboxDir); err != nil {
+	if err := unpack(tarball, root, max, func(name string) bool { return !ownedByCrabbox(name) }); err != nil {
 		return err
 	}
-	from := filepath.Join(base, crabboxDir)
-	if info, err := os.Lstat(from); err != nil || !info.IsDir() {
-		if err == nil && info.Mode().IsRegular() {
-			return copyIn(root, from, crabboxDir, info.Mode().Perm())
-		}
-		return nil // a base symlink is made again by fromBase
+	base := filepath.Join(layout(spec).outbox, path.Base(boxDir(spec)), "base.tar")
+	if err := unpack(base, root, 0, ownedByCrabbox); err != nil {
+		return fmt.Errorf("put back the base's %s/: %w", crabboxDir, err)
 	}
-	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(base, p)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return root.Mkdir(rel, 0o755)
-		case d.Type().IsRegular():
-			return copyIn(root, p, rel, info.Mode().Perm())
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return root.Symlink(target, rel)
-		}
-		return nil
-	})
-}
-
-// copyIn copies the host file src to rel inside root with mode perm.
-func copyIn(root *os.Root, src, rel string, perm fs.FileMode) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := root.WriteFile(rel, data, perm); err != nil {
-		return err
-	}
-	return root.Chmod(rel, perm)
+	return nil
 }

@@ -226,8 +226,9 @@ func TestLaunchStartsInDir(t *testing.T) {
 	}
 }
 
-// Nothing under .crabbox/ is ever part of a result: not Crabbox's sync
-// state, not what the agent writes there, and a .crabbox/ the repository
+// Nothing under .crabbox/ is ever part of a result: not what the agent
+// writes there, not the failure bundle Crabbox writes into the seed's
+// .crabbox/captures/ when the agent fails, and a .crabbox/ the repository
 // commits comes back as it is in the base.
 func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 	w := newWorld(t, map[string]string{"a.txt": "a\n", ".crabbox/keep.txt": "keep\n"})
@@ -236,8 +237,8 @@ func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
-		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z`}})
-	if err != nil || exit.Code != 0 {
+		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z; exit 1`}})
+	if err != nil || exit.Code != 1 {
 		t.Fatalf("run = %+v, %v", exit, err)
 	}
 	if err := p.Collect(t.Context(), spec); err != nil {

@@ -11,28 +11,20 @@ import (
 	"strings"
 )
 
-// unpack unpacks the tarball a box made of its tree into dir, which it
-// creates. The tarball is the box's, so nothing in it is trusted: every
-// entry is written through an os.Root on dir (no entry lands outside it,
-// whatever its name or the symlinks before it), an entry may appear only
-// once, and only directories, regular files (with their permission bits),
-// symlinks (written as they are, never followed) and hard links (made
-// copies) are taken; anything else fails. What the files hold is bounded
-// by max bytes in all (0: no bound).
-func unpack(tarball, dir string, max int64) error {
+// unpack unpacks the entries of a tarball that keep takes (by their clean
+// relative name) into root. The tarball may be the box's, so nothing in it
+// is trusted: every entry is written through root (no entry lands outside
+// it, whatever its name or the symlinks before it), an entry may appear
+// only once and only where nothing is yet, and only directories, regular
+// files (with their permission bits), symlinks (written as they are, never
+// followed) and hard links (made copies) are taken; anything else fails.
+// What the files hold is bounded by max bytes in all (0: no bound).
+func unpack(tarball string, root *os.Root, max int64, keep func(name string) bool) error {
 	f, err := os.Open(tarball)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
 	seen := map[string]bool{}
 	var total int64
 	tr := tar.NewReader(f)
@@ -50,6 +42,9 @@ func unpack(tarball, dir string, max int64) error {
 		}
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return fmt.Errorf("the tarball holds %q, outside its tree", h.Name)
+		}
+		if !keep(name) {
+			continue
 		}
 		if seen[name] {
 			return fmt.Errorf("the tarball holds %s twice", name)

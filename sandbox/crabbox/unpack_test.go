@@ -61,7 +61,12 @@ func TestUnpackRefuses(t *testing.T) {
 		{"too much", []tarEntry{{name: "a", body: "12345", kind: tar.TypeReg}, {name: "b", body: "12345", kind: tar.TypeReg}}, 8, "more than the 8 bytes"},
 	}
 	for _, c := range cases {
-		err := unpack(writeTar(t, c.entries...), filepath.Join(t.TempDir(), "tree"), c.max)
+		root, err := os.OpenRoot(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unpack(writeTar(t, c.entries...), root, c.max, func(string) bool { return true })
+		root.Close()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: unpack = %v, want an error with %q", c.why, err, c.want)
 		}

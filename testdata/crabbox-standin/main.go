@@ -32,7 +32,9 @@
 // file --capture-stdout/--capture-stderr names (replaced by a new file;
 // "capturing …" and "captured …" lines on stderr, as Crabbox 0bba5f7d's
 // run_capture.go); then it prints the timing JSON as one line on stderr,
-// and "remote command exited N" after it when N is not 0, exiting N. Boxes
+// and "remote command exited N" after it when N is not 0, exiting N (after
+// writing a failure bundle into .crabbox/captures/ of its own working
+// directory, as Crabbox 0bba5f7d's writeLocalFailureBundle does). Boxes
 // have a /tmp. Downloads with cp carry regular files and directories only,
 // with modes 0644 and 0755, as Crabbox's hardened download does (rsync
 // --no-links --no-perms); uploads keep modes (rsync -a).

@@ -136,6 +136,16 @@ func runCommand(args []string) *exitError {
 		line, _ := json.Marshal(rep)
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 	}
+	if code != 0 {
+		// As Crabbox's writeLocalFailureBundle: a failure bundle lands in
+		// .crabbox/captures/ under the local working directory.
+		captures := filepath.Join(".crabbox", "captures")
+		if os.MkdirAll(captures, 0o700) == nil {
+			name := filepath.Join(captures, rep.RunID+"-"+time.Now().UTC().Format("20060102T150405Z")+".tar.gz")
+			os.WriteFile(name, []byte("failure bundle\n"), 0o600)
+			fmt.Fprintf(os.Stderr, "failure bundle: %s\n", name)
+		}
+	}
 	switch {
 	case kind == "timeout":
 		return fail(1, "context deadline exceeded")
