@@ -118,22 +118,15 @@ const boxDirVar = "GIT_LEASE_BOX"
 // the prompt (or nothing) on its standard input, then pack tree/ into
 // result.tar (atomically: a result.tar is always whole) and exit with the
 // agent's code. A box that cannot unpack the base exits 125 with a message
-// and leaves no result.tar, so Collect fails.
-const boxRun = `d=$` + boxDirVar + `; unset ` + boxDirVar + `
-cd -- "$d" || exit 125
-rm -rf tree result.tar result.tar.part
-if ! { mkdir tree && tar -xpf base.tar -C tree; }; then
-	echo "git-lease: cannot unpack the base in $d" >&2
-	exit 125
-fi
-in=/dev/null
-if [ -n "${LEASE_PROMPT_FILE:-}" ]; then in=$LEASE_PROMPT_FILE; fi
-(cd -- "tree/$1" && shift && exec "$@") < "$in"
-code=$?
-if ! { (cd tree && tar -cpf ../result.tar.part .) && mv result.tar.part result.tar; }; then
-	echo "git-lease: cannot pack the result in $d" >&2
-fi
-exit $code`
+// and leaves no result.tar, so Collect fails. One line, so that it reads as
+// one in logs.
+const boxRun = `d=$` + boxDirVar + `; unset ` + boxDirVar + `; cd -- "$d" || exit 125; ` +
+	`rm -rf tree result.tar result.tar.part; ` +
+	`{ mkdir tree && tar -xpf base.tar -C tree; } || { echo "git-lease: cannot unpack the base in $d" >&2; exit 125; }; ` +
+	`in=/dev/null; [ -z "${LEASE_PROMPT_FILE:-}" ] || in=$LEASE_PROMPT_FILE; ` +
+	`(cd -- "tree/$1" && shift && exec "$@") < "$in"; code=$?; ` +
+	`{ (cd tree && tar -cpf ../result.tar.part .) && mv result.tar.part result.tar; } || echo "git-lease: cannot pack the result in $d" >&2; ` +
+	`exit $code`
 
 // fileSize is the size of a file, 0 when it cannot be read.
 func fileSize(name string) int64 {
