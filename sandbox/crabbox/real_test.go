@@ -3,6 +3,7 @@ package crabbox
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"net"
 	"os"
@@ -216,6 +217,17 @@ func startSSHD(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Crabbox's ssh keeps a control master for 10 minutes (ControlPersist),
+	// with its session on sshd, both outliving sshd's listener: end them.
+	// Crabbox 0bba5f7d names the socket /tmp/crabbox-ssh-<first 4 bytes of
+	// the SHA-1 of user, key and five empty fields, NUL-joined, in hex>-%C.
+	scope := sha1.Sum([]byte(strings.Join([]string{u.Username, filepath.Join(dir, "user"), "", "", "", "", ""}, "\x00")))
+	t.Cleanup(func() {
+		sockets, _ := filepath.Glob(fmt.Sprintf("/tmp/crabbox-ssh-%x-*", scope[:4]))
+		for _, socket := range sockets {
+			exec.Command("ssh", "-S", socket, "-O", "exit", "127.0.0.1").Run()
+		}
+	})
 	return map[string]string{
 		"CRABBOX_STATIC_HOST":      "127.0.0.1",
 		"CRABBOX_STATIC_PORT":      fmt.Sprint(port),
