@@ -63,6 +63,19 @@ func calls(t *testing.T, command string) [][]string {
 	return c
 }
 
+// downloads returns the crabbox cp calls that copy from a box (the result
+// coming back), leaving out the upload of the base and the prompt.
+func downloads(t *testing.T) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, argv := range calls(t, "cp") {
+		if len(argv) >= 2 && strings.HasPrefix(argv[len(argv)-2], "SANDBOX:") {
+			out = append(out, argv)
+		}
+	}
+	return out
+}
+
 // checkOneBox checks that every crabbox call that names a box named the
 // lease's own, and that exactly one box was warmed for it.
 func checkOneBox(t *testing.T, id string) {
@@ -182,8 +195,8 @@ func TestCrabboxCrashBeforeCollectionResumesFromTheBox(t *testing.T) {
 	if !killed(err) {
 		t.Fatalf("start did not die: %v\n%s", err, out)
 	}
-	if cps := calls(t, "cp"); len(cps) != 0 {
-		t.Fatalf("copied before the fault point: %v", cps)
+	if cps := downloads(t); len(cps) != 0 {
+		t.Fatalf("copied back before the fault point: %v", cps)
 	}
 	resumed(t, dir)
 }
@@ -193,14 +206,14 @@ func TestCrabboxCrashBeforeCollectionResumesFromTheBox(t *testing.T) {
 // with the next one), and reconcile copies again from the same box.
 func TestCrabboxCrashDuringASlowCopyResumesFromTheBox(t *testing.T) {
 	dir := crabboxRepo(t)
-	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "500ms")
+	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "2s") // per file: the result is one tarball
 	cmd := exec.Command(filepath.Join(binDir, "git-lease"), "start", "-q", "--", "sh", "-c", "for f in 1 2 3 4 5 6; do echo $f > f$f.txt; done")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	waitFor(t, "crabbox cp", func() bool { return len(calls(t, "cp")) == 1 })
+	waitFor(t, "crabbox cp", func() bool { return len(downloads(t)) == 1 })
 	time.Sleep(600 * time.Millisecond)
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -208,7 +221,7 @@ func TestCrabboxCrashDuringASlowCopyResumesFromTheBox(t *testing.T) {
 	waitWithin(t, "crabbox cp to die with git-lease", 2*time.Second, func() bool { return len(processesWith("cbx_"+id)) == 0 })
 	t.Setenv("STANDIN_CRABBOX_CP_DELAY", "")
 	resumed(t, dir)
-	if cps := calls(t, "cp"); len(cps) != 2 {
+	if cps := downloads(t); len(cps) != 2 {
 		t.Fatalf("%d copies, want the interrupted one and reconcile's", len(cps))
 	}
 	for f := 1; f <= 6; f++ {

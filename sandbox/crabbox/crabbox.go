@@ -8,23 +8,32 @@
 // (CRABBOX_CONFIG) and state directory (XDG_STATE_HOME), both under
 // spec.Dir, and from a fresh git repository that holds exactly the base
 // tree, so neither the developer's checkout nor the task's own .crabbox.yaml
-// reaches Crabbox. The lease's directory holds:
+// reaches Crabbox. Crabbox's own sync is never used (it skips committed
+// files under node_modules, .cache, .venv and what .crabboxignore names,
+// and keeps its state in .crabbox/ inside its work directory): the box gets
+// the base as a tarball uploaded with `crabbox cp`, unpacked in a directory
+// git-lease names (boxDir), and the result comes back as a tarball of that
+// tree, so modes and symlinks survive both ways. The lease's directory
+// holds:
 //
 //	crabbox.yaml  the whole Crabbox config, written from this Provider
 //	state/        XDG_STATE_HOME: Crabbox's local claims for this lease only
-//	seed/         the base tree as one commit; Crabbox syncs and runs from here
+//	seed/         the base tree as one commit; crabbox runs from here
 //	asked         the ID a warmup requested, until Crabbox refuses it
 //	box.json      the leased box's ID, written as soon as Crabbox prints it
-//	run.json      the finished run's timing report (its remote work directory)
+//	outbox/       what Release uploads: git-lease-<ID>/ with base.tar and prompt
+//	run.json      the finished run's timing report
 //	agent.env     the agent's environment while it runs
-//	incoming/     a copy of the box's work directory in transfer
-//	delta/        the collected copy: what Delta points at
+//	agent.stdout  the agent's standard output (crabbox --capture-stdout)
+//	agent.stderr  the agent's standard error (crabbox --capture-stderr)
+//	incoming/     the result tarball in transfer
+//	delta/        the unpacked result: what Delta points at
 //
-// The contract was read from Crabbox 0.46.0 (commit 0bba5f7d); 0.44.0 or
-// later is required. Tests use a stand-in (testdata/crabbox-standin). To
-// try the real CLI: install crabbox and Docker, check `crabbox doctor
-// --provider local-container`, and give this Provider CrabboxProvider
-// "local-container" with "local-container" in SandboxedProviders.
+// The contract was read from Crabbox 0.46.0 (commit 0bba5f7d) and run
+// against it (README, "Tested against the real program"); 0.44.0 or later
+// is required. Tests use a stand-in (testdata/crabbox-standin) and, when a
+// crabbox and sshd are installed, the real CLI over its static-SSH
+// provider (TestRealCrabbox).
 package crabbox
 
 import (
@@ -59,6 +68,12 @@ type Provider struct {
 	// no other CRABBOX_* variable does. CRABBOX_CONFIG and
 	// CRABBOX_ENV_ALLOW never pass.
 	PassEnv []string
+
+	// testOnlyStaticSSH lets the contract test (TestRealCrabbox) lease a
+	// loopback sshd through Crabbox's static SSH provider, which runs the
+	// same copy and run path as the providers that isolate. Nothing outside
+	// this package's tests can set it.
+	testOnlyStaticSSH bool
 }
 
 var (
@@ -118,23 +133,36 @@ func (p Provider) checkProvider() error {
 	switch {
 	case !providerName.MatchString(p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is not a provider name; set crabbox.provider in trusted policy (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
-	case slices.Contains(staticSSH, p.CrabboxProvider):
+	case slices.Contains(staticSSH, p.CrabboxProvider) && !p.testOnlyStaticSSH:
 		return fmt.Errorf("%w: crabbox provider %q is static SSH, which runs the agent on an existing host with no isolation; pick a provider that isolates (for example local-container) or use --mode trusted_local knowingly", sandbox.ErrUnavailable, p.CrabboxProvider)
 	case !slices.Contains(p.SandboxedProviders, p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is not one that trusted policy counts as sandboxed (Crabbox itself is not a boundary; isolation is the provider's); add it to crabbox.sandboxed in trusted policy if it isolates", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case slices.Contains(delegated, p.CrabboxProvider):
+		return fmt.Errorf("%w: crabbox provider %q runs commands through a delegated service, not a box Crabbox reaches over SSH; git-lease has no contract test for delegated providers yet, so it does not use them", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case boundary[p.CrabboxProvider] == "":
+		return fmt.Errorf("%w: crabbox provider %q is not one git-lease knows (it was checked against Crabbox 0.46.0's providers under their own names, not aliases); name the provider as Crabbox lists it", sandbox.ErrUnavailable, p.CrabboxProvider)
+	case !p.testOnlyStaticSSH && boundary[p.CrabboxProvider] == "none":
+		return fmt.Errorf("%w: crabbox provider %q gives no isolation of its own; pick a provider that isolates (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
 	}
 	return nil
 }
 
 // paths are the places of one lease under spec.Dir (see the package doc).
 type paths struct {
-	config, state, seed, asked, box, run, env, incoming, delta string
+	config, state, seed, asked, box, outbox, run, env, stdout, stderr, incoming, delta string
 }
 
 func layout(spec sandbox.Spec) paths {
 	at := func(name string) string { return filepath.Join(spec.Dir, name) }
 	return paths{
 		config: at("crabbox.yaml"), state: at("state"), seed: at("seed"), asked: at("asked"), box: at("box.json"),
-		run: at("run.json"), env: at("agent.env"), incoming: at("incoming"), delta: at("delta"),
+		outbox: at("outbox"), run: at("run.json"), env: at("agent.env"), stdout: at("agent.stdout"), stderr: at("agent.stderr"),
+		incoming: at("incoming"), delta: at("delta"),
 	}
 }
+
+// boxDir is the directory git-lease names on a box for a lease: base.tar
+// and prompt (uploaded at Release), tree/ (the base unpacked, where the
+// agent works) and result.tar (tree/ packed once the agent has ended). It is
+// outside Crabbox's work directory, so nothing of Crabbox's is in it.
+func boxDir(spec sandbox.Spec) string { return "/tmp/git-lease-" + spec.ID }

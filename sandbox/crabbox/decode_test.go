@@ -15,7 +15,7 @@ run details provider=local-container lease=cbx_0123456789ab
 remote command exited 3
 `
 	rep, ok := findReport(stderr)
-	if !ok || *rep.ExitCode != 3 || rep.ErrorKind != "command-exit" || rep.Workdir != "/work/crabbox/cbx_0123456789ab/seed" {
+	if !ok || *rep.ExitCode != 3 || rep.ErrorKind != "command-exit" {
 		t.Fatalf("findReport = %+v, %v", rep, ok)
 	}
 	if _, ok := findReport("no report\n{\"exitCode\":1}\n"); ok {
@@ -28,14 +28,14 @@ remote command exited 3
 func TestForgedReport(t *testing.T) {
 	stderr := &tail{max: maxStderr}
 	stderr.Write([]byte(`{"leaseId":"cbx_0123456789ab","exitCode":0,"runStatus":"succeeded"}` + "\nremote command child ownership remains active\n"))
-	r := &process{spec: sandbox.Spec{ID: "0123456789ab", Dir: t.TempDir()}, box: "cbx_0123456789ab", stderr: stderr}
+	r := &process{spec: sandbox.Spec{ID: "0123456789ab", Dir: t.TempDir()}, box: "cbx_0123456789ab", own: stderr}
 	if _, err := r.outcome(sandbox.Exit{Code: 7}); err == nil || !strings.Contains(err.Error(), "does not explain") {
 		t.Fatalf("outcome = %v", err)
 	}
 }
 
 func TestParseVersion(t *testing.T) {
-	for in, want := range map[string][3]int{"0.46.0\n": {0, 46, 0}, "v1.2.3-rc.1": {1, 2, 3}, "crabbox 0.44.10": {0, 44, 10}} {
+	for in, want := range map[string]sandbox.Version{"0.46.0\n": {0, 46, 0}, "v1.2.3-rc.1": {1, 2, 3}, "crabbox 0.44.10": {0, 44, 10}} {
 		if got, ok := parseVersion(in); !ok || got != want {
 			t.Errorf("parseVersion(%q) = %v, %v", in, got, ok)
 		}

@@ -158,6 +158,12 @@ func TestFailsClosed(t *testing.T) {
 	}{
 		{"static ssh even when listed", nil, func(p *Provider) { p.CrabboxProvider, p.SandboxedProviders = "ssh", []string{"ssh"} }, "static SSH"},
 		{"a provider policy does not list", nil, func(p *Provider) { p.CrabboxProvider = "docker" }, "not one that trusted policy counts as sandboxed"},
+		{"docker-sandbox, delegated, even when listed", nil, func(p *Provider) {
+			p.CrabboxProvider, p.SandboxedProviders = "docker-sandbox", []string{"docker-sandbox"}
+		}, "delegated service"},
+		{"e2b, delegated, even when listed", nil, func(p *Provider) { p.CrabboxProvider, p.SandboxedProviders = "e2b", []string{"e2b"} }, "delegated service"},
+		{"an alias or unknown name, even when listed", nil, func(p *Provider) { p.CrabboxProvider, p.SandboxedProviders = "docker", []string{"docker"} }, "not one git-lease knows"},
+		{"external, no isolation of its own, even when listed", nil, func(p *Provider) { p.CrabboxProvider, p.SandboxedProviders = "external", []string{"external"} }, "no isolation of its own"},
 		{"no crabbox", nil, func(p *Provider) { p.Bin = filepath.Join(t.TempDir(), "crabbox") }, "not installed"},
 		{"too old", map[string]string{"VERSION": "0.43.9"}, nil, "too old"},
 		{"a development build", map[string]string{"VERSION": "dev"}, nil, "cannot compare"},

@@ -226,8 +226,9 @@ func TestLaunchStartsInDir(t *testing.T) {
 	}
 }
 
-// Nothing under .crabbox/ is ever part of a result: not Crabbox's sync
-// state, not what the agent writes there, and a .crabbox/ the repository
+// Nothing under .crabbox/ is ever part of a result: not what the agent
+// writes there, not the failure bundle Crabbox writes into the seed's
+// .crabbox/captures/ when the agent fails, and a .crabbox/ the repository
 // commits comes back as it is in the base.
 func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 	w := newWorld(t, map[string]string{"a.txt": "a\n", ".crabbox/keep.txt": "keep\n"})
@@ -236,8 +237,8 @@ func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
-		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z`}})
-	if err != nil || exit.Code != 0 {
+		`echo b > b.txt; echo changed > .crabbox/keep.txt; echo x > .crabbox/agent.txt; mkdir -p sub/.crabbox; echo y > sub/.crabbox/z; exit 1`}})
+	if err != nil || exit.Code != 1 {
 		t.Fatalf("run = %+v, %v", exit, err)
 	}
 	if err := p.Collect(t.Context(), spec); err != nil {
@@ -259,11 +260,11 @@ func TestCrabboxOwnFilesAreNoResult(t *testing.T) {
 	}
 }
 
-// Crabbox's sync leaves out committed files under node_modules, .cache,
-// .venv (at any depth) and what a committed .crabboxignore names. The box
-// never had them, so they are never reported deleted; what the agent makes
-// there still comes back, and a file it did receive and deleted is deleted.
-func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
+// Crabbox's sync would leave out committed files under node_modules,
+// .cache, .venv (at any depth) and what a committed .crabboxignore names.
+// The box gets the base by content instead, so it has them all, and a file
+// it deleted is deleted, whatever its path.
+func TestBoxGetsEveryBaseFile(t *testing.T) {
 	w := newWorld(t, map[string]string{
 		"a.txt":                   "a\n",
 		"gone.txt":                "g\n",
@@ -278,7 +279,7 @@ func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c",
-		`test ! -e node_modules/m/index.js && test ! -e secret/s.txt || exit 9; rm gone.txt; mkdir -p node_modules/n; echo n > node_modules/n/new.js`}})
+		`test -e node_modules/m/index.js && test -e secret/s.txt && test -e py/.venv/bin/python || exit 9; rm gone.txt web/.cache/c; mkdir -p node_modules/n; echo n > node_modules/n/new.js`}})
 	if err != nil || exit.Code != 0 {
 		t.Fatalf("run = %+v, %v", exit, err)
 	}
@@ -294,7 +295,7 @@ func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{".crabboxignore", "a.txt", "node_modules/m/index.js", "node_modules/n/new.js", "py/.venv/bin/python", "secret/s.txt", "web/.cache/c"}
+	want := []string{".crabboxignore", "a.txt", "node_modules/m/index.js", "node_modules/n/new.js", "py/.venv/bin/python", "secret/s.txt"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("delta files = %v, want %v", got, want)
 	}
@@ -310,4 +311,55 @@ func TestFilesTheSyncSkippedAreNotDeleted(t *testing.T) {
 func deltaOf(p Provider, spec sandbox.Spec) sandbox.Delta {
 	d, _ := p.Delta(spec)
 	return d
+}
+
+// The result comes back by content, as a tarball of the box's tree: a
+// mode-only change and a symlink changed, made or removed in the box come
+// back as they are, and so does a hard link (as a file of its own).
+func TestModesAndSymlinksComeBack(t *testing.T) {
+	w := newWorld(t, map[string]string{
+		"tool.sh":  "#!/bin/sh\n",
+		"plain.sh": "#!/bin/sh\n",
+		"a.txt":    "a\n",
+		"link":     "->a.txt",
+		"old-link": "->a.txt",
+	}, "tool.sh")
+	p, spec := w.provider(), w.spec("0123456789ab")
+	if err := p.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Discard(context.Background(), spec) })
+	exit, err := runAgent(t, p, spec, sandbox.Command{Argv: []string{"sh", "-c", `set -e
+test -x tool.sh && test ! -x plain.sh && test "$(readlink link)" = a.txt
+chmod -x tool.sh; chmod +x plain.sh
+ln -sfn tool.sh link; ln -s ../elsewhere new-link; rm old-link; ln a.txt hard.txt`}})
+	if err != nil || exit.Code != 0 {
+		t.Fatalf("run = %+v, %v", exit, err)
+	}
+	if err := p.Collect(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	if err := sandbox.Walk(deltaOf(p, spec), func(e sandbox.Entry) error {
+		got[e.Path] = e.Kind.String() + " " + e.Mode.Perm().String() + " " + e.Target
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"tool.sh":  "file -rw-r--r-- ",
+		"plain.sh": "file -rwxr-xr-x ",
+		"a.txt":    "file -rw-r--r-- ",
+		"hard.txt": "file -rw-r--r-- ",
+		"link":     "symlink -rwxrwxrwx tool.sh",
+		"new-link": "symlink -rwxrwxrwx ../elsewhere",
+	}
+	if len(got) != len(want) {
+		t.Errorf("delta = %v, want %v", got, want)
+	}
+	for path, kind := range want {
+		if got[path] != kind {
+			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -13,7 +12,7 @@ import (
 // minVersion is the oldest Crabbox with everything this adapter uses:
 // `claims list --json` arrived in 0.44.0 (run --timing-json with errorKind,
 // --stop-after and warmup --lease-id are older).
-var minVersion = [3]int{0, 44, 0}
+var minVersion = sandbox.Version{0, 44, 0}
 
 // checkVersion fails closed, with ErrUnavailable, when crabbox is missing,
 // does not answer --version, or is older than minVersion. A development
@@ -31,41 +30,16 @@ func (p Provider) checkVersion(ctx context.Context, spec sandbox.Spec) error {
 	if !ok {
 		return fmt.Errorf("%w: crabbox reports version %q, which git-lease cannot compare; install a Crabbox release %d.%d.%d or later", sandbox.ErrUnavailable, out, minVersion[0], minVersion[1], minVersion[2])
 	}
-	if less(v, minVersion) {
+	if v.Less(minVersion) {
 		return fmt.Errorf("%w: crabbox %s is too old; git-lease needs %d.%d.%d or later (upgrade Crabbox)", sandbox.ErrUnavailable, out, minVersion[0], minVersion[1], minVersion[2])
 	}
 	return nil
 }
 
-// parseVersion reads "X.Y.Z", with an optional "v" or "crabbox " before it
-// and anything after a "-" or "+".
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "crabbox "), "v")
-	if i := strings.IndexAny(s, "-+ "); i >= 0 {
-		s = s[:i]
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
-		return v, false
-	}
-	for i, part := range parts {
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 0 {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
-}
-
-func less(a, b [3]int) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
+// parseVersion reads what `crabbox --version` prints: a version, with
+// "crabbox " before it or not.
+func parseVersion(s string) (sandbox.Version, bool) {
+	return sandbox.ParseVersion(strings.TrimPrefix(strings.TrimSpace(s), "crabbox "))
 }
 
 // doctorReport is the shape of `crabbox doctor --json`.

@@ -210,8 +210,8 @@ func TestPromptReachesTheBox(t *testing.T) {
 		}
 	}
 	cps := w.calls("cp")
-	if len(cps) != 1 || cps[0].Argv[len(cps[0].Argv)-1] != "SANDBOX:"+promptIn(spec) {
-		t.Errorf("cp calls = %+v, want one upload of the prompt", cps)
+	if len(cps) != 1 || cps[0].Argv[len(cps[0].Argv)-1] != "SANDBOX:/tmp" {
+		t.Errorf("cp calls = %+v, want one upload of the base and the prompt", cps)
 	}
 	if err := p.Collect(t.Context(), spec); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -72,4 +74,31 @@ func seedGit(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s in the crabbox seed: %v: %s", verb, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// outbox makes what Release uploads to the box, <spec.Dir>/outbox/<name of
+// boxDir>/: base.tar, the seed's commit as `git archive` packs it (exactly
+// the base tree, with its modes and symlinks), and, when prompt is not
+// empty, a copy of that host file as prompt. It returns that directory.
+func outbox(ctx context.Context, spec sandbox.Spec, prompt string) (string, error) {
+	dir := filepath.Join(layout(spec).outbox, path.Base(boxDir(spec)))
+	if err := os.RemoveAll(layout(spec).outbox); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if _, err := seedGit(ctx, layout(spec).seed, "-c", "tar.umask=022", "archive", "--format=tar", "-o", filepath.Join(dir, "base.tar"), "HEAD"); err != nil {
+		return "", err
+	}
+	if prompt != "" {
+		data, err := os.ReadFile(prompt)
+		if err != nil {
+			return "", fmt.Errorf("read the prompt: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "prompt"), data, 0o600); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // MinVersion is the Herdr version this client was written against; Ping
@@ -294,49 +296,12 @@ func (c *Client) Ping(ctx context.Context) (Server, error) {
 	if err := c.call(ctx, "ping", struct{}{}, &s); err != nil {
 		return Server{}, err
 	}
-	v, ok := parseVersion(s.Version)
+	v, ok := sandbox.ParseVersion(s.Version)
 	if !ok {
 		return s, fmt.Errorf("%w: herdr at %s reports version %q, which git-lease cannot read: it needs herdr %s or later", ErrVersion, c.Socket, s.Version, MinVersion)
 	}
-	if min, _ := parseVersion(MinVersion); less(v, min) {
+	if min, _ := sandbox.ParseVersion(MinVersion); v.Less(min) {
 		return s, fmt.Errorf("%w: herdr %s at %s is older than %s, the version git-lease was written against: update herdr", ErrVersion, s.Version, c.Socket, MinVersion)
 	}
 	return s, nil
-}
-
-// parseVersion reads major.minor.patch from a version such as 0.8.2,
-// v0.9.0 or 0.9.0-rc.1 (what follows the patch number is ignored).
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
-	for i := range v {
-		n, digits := 0, 0
-		for digits < len(s) && s[digits] >= '0' && s[digits] <= '9' {
-			if n > 1<<20 {
-				return v, false
-			}
-			n = n*10 + int(s[digits]-'0')
-			digits++
-		}
-		if digits == 0 {
-			return v, false
-		}
-		v[i], s = n, s[digits:]
-		if i < 2 {
-			if !strings.HasPrefix(s, ".") {
-				return v, false
-			}
-			s = s[1:]
-		}
-	}
-	return v, true
-}
-
-func less(a, b [3]int) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

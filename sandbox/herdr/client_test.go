@@ -38,19 +38,6 @@ func TestPingAcceptsNewerHerdr(t *testing.T) {
 	}
 }
 
-func TestParseVersion(t *testing.T) {
-	for in, want := range map[string][3]int{"0.8.2": {0, 8, 2}, "v0.10.0": {0, 10, 0}, "1.2.3-rc.1": {1, 2, 3}, "0.8.2+abc": {0, 8, 2}} {
-		if got, ok := parseVersion(in); !ok || got != want {
-			t.Errorf("parseVersion(%q) = %v, %v, want %v", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "0.8", "x.1.2", "0..2", "dev"} {
-		if _, ok := parseVersion(in); ok {
-			t.Errorf("parseVersion(%q) succeeded", in)
-		}
-	}
-}
-
 func TestPingFailsClosedWithoutServer(t *testing.T) {
 	c := &Client{Socket: filepath.Join(t.TempDir(), "herdr.sock")}
 	_, err := c.Ping(t.Context())

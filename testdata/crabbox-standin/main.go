@@ -8,6 +8,7 @@
 //	crabbox doctor   [--provider P] --json
 //	crabbox warmup   --provider P [--lease-id cbx_<12 hex>] [--ttl D] [--idle-timeout D] [--keep] [--slug S]
 //	crabbox run      --id ID [--provider P] [--stop-after never] [--timing-json] [--no-sync]
+//	                 [--capture-stdout FILE] [--capture-stderr FILE]
 //	                 [--allow-env NAME]… [--env-from-profile FILE]… -- ARGV…
 //	crabbox status   --id ID [--provider P] [--json] [--wait] [--wait-timeout D]   (inspect: the same)
 //	crabbox list     [--provider P] --json
@@ -24,12 +25,19 @@
 // .crabboxignore names, as Crabbox 0bba5f7d does) to
 // /work/crabbox/<id>/<repo> in it, keeping its sync state in .crabbox/
 // there (sync-manifest, sync-fingerprint, the finalize tokens,
-// git-hydrate-base, as Crabbox 0bba5f7d does), and runs ARGV there directly
-// (no shell) with an empty stdin (Crabbox runs it with ssh -n) and the
-// remote stdout and stderr on its own; then it prints the timing JSON as
-// one line on stderr, and "remote command exited N" after it when N is not
-// 0, exiting N. Downloads with cp carry regular files and directories
-// only, with modes 0644 and 0755, as Crabbox's hardened download does.
+// git-hydrate-base, as Crabbox 0bba5f7d does); with --no-sync it only makes
+// that directory and removes its .crabbox/sync-fingerprint. It runs ARGV
+// there directly (no shell) with an empty stdin (Crabbox runs it with ssh
+// -n) and the remote stdout and stderr on its own, or each in the local
+// file --capture-stdout/--capture-stderr names (replaced by a new file;
+// "capturing …" and "captured …" lines on stderr, as Crabbox 0bba5f7d's
+// run_capture.go); then it prints the timing JSON as one line on stderr,
+// and "remote command exited N" after it when N is not 0, exiting N (after
+// writing a failure bundle into .crabbox/captures/ of its own working
+// directory, as Crabbox 0bba5f7d's writeLocalFailureBundle does). Boxes
+// have a /tmp. Downloads with cp carry regular files and directories only,
+// with modes 0644 and 0755, as Crabbox's hardened download does (rsync
+// --no-links --no-perms); uploads keep modes (rsync -a).
 // Config: $CRABBOX_CONFIG, else ./crabbox.yaml and ./.crabbox.yaml; only a
 // top-level "provider:" line is read (a --provider flag wins).
 // Like Crabbox, it acts on a CRABBOX_* variable over its config file:

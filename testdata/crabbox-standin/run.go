@@ -50,6 +50,8 @@ func runCommand(args []string) *exitError {
 	stopAfter := fs.String("stop-after", "", "")
 	timingJSON := fs.Bool("timing-json", false, "")
 	noSync := fs.Bool("no-sync", false, "")
+	captureStdout := fs.String("capture-stdout", "", "")
+	captureStderr := fs.String("capture-stderr", "", "")
 	var allow, profiles stringList
 	fs.Var(&allow, "allow-env", "")
 	fs.Var(&profiles, "env-from-profile", "")
@@ -85,17 +87,37 @@ func runCommand(args []string) *exitError {
 	started := time.Now()
 	remote := path.Join("/work/crabbox", b.ID, filepath.Base(repo))
 	workdir := filepath.Join(boxFS(root, b.ID), remote)
-	if !*noSync {
-		if err := syncRepo(repo, workdir); err != nil {
-			return err
+	if *noSync {
+		// As Crabbox: make the work directory and invalidate its sync
+		// fingerprint, nothing else.
+		if err := os.MkdirAll(workdir, 0o755); err != nil {
+			return fail(7, "create remote workdir: %v", err)
 		}
+		os.Remove(filepath.Join(workdir, ".crabbox", "sync-fingerprint"))
+	} else if err := syncRepo(repo, workdir); err != nil {
+		return err
 	}
 	env, err := remoteEnv(b, allow, profiles, boxFS(root, b.ID))
 	if err != nil {
 		return err
 	}
 	syncDone := time.Now()
-	code, kind := execute(argv, workdir, env)
+	stdout, err := capture("stdout", *captureStdout, os.Stdout)
+	if err != nil {
+		return err
+	}
+	stderr, err := capture("stderr", *captureStderr, os.Stderr)
+	if err != nil {
+		return err
+	}
+	code, kind := execute(argv, workdir, env, stdout, stderr)
+	for label, c := range map[string]*os.File{"stdout": stdout, "stderr": stderr} {
+		if c != os.Stdout && c != os.Stderr {
+			info, _ := c.Stat()
+			c.Close()
+			fmt.Fprintf(os.Stderr, "captured %s=%s bytes=%d\n", label, map[string]string{"stdout": *captureStdout, "stderr": *captureStderr}[label], info.Size())
+		}
+	}
 	rep := report{
 		Provider: b.Provider, LeaseID: b.ID, Slug: b.Slug, SyncMs: syncDone.Sub(started).Milliseconds(),
 		SyncSkipped: *noSync, CommandMs: time.Since(syncDone).Milliseconds(), TotalMs: time.Since(started).Milliseconds(),
@@ -114,6 +136,16 @@ func runCommand(args []string) *exitError {
 		line, _ := json.Marshal(rep)
 		fmt.Fprintf(os.Stderr, "%s\n", line)
 	}
+	if code != 0 {
+		// As Crabbox's writeLocalFailureBundle: a failure bundle lands in
+		// .crabbox/captures/ under the local working directory.
+		captures := filepath.Join(".crabbox", "captures")
+		if os.MkdirAll(captures, 0o700) == nil {
+			name := filepath.Join(captures, rep.RunID+"-"+time.Now().UTC().Format("20060102T150405Z")+".tar.gz")
+			os.WriteFile(name, []byte("failure bundle\n"), 0o600)
+			fmt.Fprintf(os.Stderr, "failure bundle: %s\n", name)
+		}
+	}
 	switch {
 	case kind == "timeout":
 		return fail(1, "context deadline exceeded")
@@ -123,9 +155,28 @@ func runCommand(args []string) *exitError {
 	return nil
 }
 
+// capture opens the local file a remote stream is written to (path, as
+// --capture-stdout/--capture-stderr name it), or returns the stand-in's own
+// stream (std) when path is empty. As Crabbox, it says so on stderr, and
+// replaces whatever is at path with a new private file.
+func capture(label, path string, std *os.File) (*os.File, *exitError) {
+	if path == "" {
+		return std, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".crabbox-*")
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return nil, fail(2, "capture %s: %v", label, err)
+	}
+	fmt.Fprintf(os.Stderr, "capturing %s to %s\n", label, path)
+	return tmp, nil
+}
+
 // execute runs argv in workdir with env, with an empty standard input and
-// the remote output on the stand-in's own, and says how it ended.
-func execute(argv []string, workdir string, env []string) (code int, errorKind string) {
+// the remote output on stdout and stderr, and says how it ended.
+func execute(argv []string, workdir string, env []string, stdout, stderr *os.File) (code int, errorKind string) {
 	ctx := context.Background()
 	if d, err := time.ParseDuration(knob("RUN_TIMEOUT", "")); err == nil {
 		var cancel context.CancelFunc
@@ -136,7 +187,7 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 	cmd.Dir, cmd.Env = workdir, env
 	// Crabbox runs the remote command with ssh -n: its standard input is
 	// empty, whatever crabbox's own is.
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	err := cmd.Run()
@@ -159,8 +210,8 @@ func execute(argv []string, workdir string, env []string) (code int, errorKind s
 // the env profiles.
 //
 // The stand-in has no file system namespace: the value of a variable that
-// is an absolute path to a file in the box's file system (one put there with
-// cp) is given as that file's path on the host.
+// is an absolute path to a file or directory in the box's file system (one
+// put there with cp) is given as its path on the host.
 func remoteEnv(b box, allow, profiles []string, fsRoot string) ([]string, *exitError) {
 	values := map[string]string{}
 	allowed := append([]string{"CI", "NODE_OPTIONS"}, allow...)
@@ -190,7 +241,7 @@ func remoteEnv(b box, allow, profiles []string, fsRoot string) ([]string, *exitE
 	}
 	for name, v := range values {
 		if path.IsAbs(v) && path.Clean(v) == v && v != "/" {
-			if info, err := os.Lstat(filepath.Join(fsRoot, v)); err == nil && info.Mode().IsRegular() {
+			if info, err := os.Lstat(filepath.Join(fsRoot, v)); err == nil && (info.Mode().IsRegular() || info.IsDir()) {
 				v = filepath.Join(fsRoot, v)
 			}
 		}

@@ -74,7 +74,7 @@ func loadBox(root, id string) (box, *exitError) {
 }
 
 func saveBox(root string, b box) *exitError {
-	if err := os.MkdirAll(boxFS(root, b.ID), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(boxFS(root, b.ID), "tmp"), 0o1777); err != nil {
 		return fail(7, "create box: %v", err)
 	}
 	return writeJSON(filepath.Join(boxDir(root, b.ID), "box.json"), b)
