@@ -78,8 +78,11 @@ echo "by accident: $GITLEASE_TEST_TOKEN $(cat "$GITLEASE_TEST_KEY")"
 	other, out2 := runLease(t, repo, StartOptions{}, second)
 	requireBlocked(t, out2, "env", "credentials-dir", "proc-environ", "host-copies")
 	r := <-done
-	if r.x == nil || r.x.Lease.State != Review {
-		t.Fatalf("the first lease did not finish:\n%s", r.out)
+	if r.x == nil {
+		t.Fatalf("the first lease did not start:\n%s", r.out)
+	}
+	if r.x.Lease.State != Review {
+		t.Fatalf("the first lease ended %s (%s):\n%s", r.x.Lease.State, r.x.Lease.Reason, r.out)
 	}
 	x := r.x
 	requireBlocked(t, r.out, "write-key-file")

