@@ -289,12 +289,21 @@ func (x *Execution) worktreeEdits(ctx context.Context, expected plumbing.Hash) (
 		return nil, err
 	}
 	changes, err := x.Repo.DiffTrees(expected, c.Tree)
-	if err != nil || len(changes) == 0 {
+	if err != nil {
 		return nil, err
 	}
+	// A base checked out while the agent worked may be partial (its runner
+	// died during the checkout): a base file missing there is nobody's
+	// edit, and git has it.
+	partial := x.stagedAtBase() && !x.agentWroteWorktree()
 	e := &edits{}
 	for _, ch := range changes {
-		e.paths = append(e.paths, ch.Path)
+		if !(partial && ch.Status == "D") {
+			e.paths = append(e.paths, ch.Path)
+		}
+	}
+	if len(e.paths) == 0 {
+		return nil, nil
 	}
 	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, fmt.Sprintf("lease %s: edits found in the review worktree at cleanup\n\nLease-ID: %s\n", x.Lease.ID, x.Lease.ID))
 	return e, err
