@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
@@ -36,6 +37,23 @@ func evilDrivers(t *testing.T, dir string) string {
 // configured drivers that run a program. Through git-lease's git, no
 // driver runs, and the files hold the blobs' bytes; the same read-tree run
 // as plain git does run the filter, so the test shows what it guards.
+// reviewCheckout adds a review worktree on a branch at HEAD and checks it
+// out as git-lease materializes a result (read-tree --reset -u), returning
+// the worktree and its admin directory.
+func reviewCheckout(t *testing.T, repo *refs.Repo, dir string) (wt, admin string) {
+	t.Helper()
+	ctx := context.Background()
+	wt = filepath.Join(t.TempDir(), "wt")
+	if _, err := repo.Worktree(ctx, "add", "--quiet", "--no-checkout", "-b", "review", wt, "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	admin = filepath.Join(dir, ".git", "worktrees", "wt")
+	if _, err := repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + wt}, nil, "read-tree", "--reset", "-u", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	return wt, admin
+}
+
 func TestMaterializingRunsNoDriver(t *testing.T) {
 	repo, dir := openTestRepo(t, map[string]string{"a.txt": "base\n"})
 	marker := evilDrivers(t, dir)
@@ -52,14 +70,7 @@ func TestMaterializingRunsNoDriver(t *testing.T) {
 	setup("commit", "-qm", "result")
 	os.Remove(marker)
 	ctx := context.Background()
-	wt := filepath.Join(t.TempDir(), "wt")
-	if _, err := repo.Worktree(ctx, "add", "--quiet", "--no-checkout", "-b", "review", wt, "HEAD"); err != nil {
-		t.Fatal(err)
-	}
-	admin := filepath.Join(dir, ".git", "worktrees", "wt")
-	if _, err := repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + wt}, nil, "read-tree", "--reset", "-u", "HEAD"); err != nil {
-		t.Fatal(err)
-	}
+	wt, admin := reviewCheckout(t, repo, dir)
 	if _, err := repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + wt}, nil, "status", "--porcelain"); err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +137,7 @@ func TestMaterializingRunsNoGitLFS(t *testing.T) {
 	refstest.Write(t, dir, map[string]string{"sub/x.bin": pointer})
 	refstest.Git(t, dir, "-c", "filter.lfs.process=", "-c", "filter.lfs.required=false", "add", "sub/x.bin")
 	refstest.Git(t, dir, "-c", "filter.lfs.process=", "-c", "filter.lfs.required=false", "commit", "-qm", "result")
-	ctx := context.Background()
-	wt := filepath.Join(t.TempDir(), "wt")
-	if _, err := repo.Worktree(ctx, "add", "--quiet", "--no-checkout", "-b", "review", wt, "HEAD"); err != nil {
-		t.Fatal(err)
-	}
-	admin := filepath.Join(dir, ".git", "worktrees", "wt")
-	if _, err := repo.GitAt(ctx, admin, []string{"GIT_WORK_TREE=" + wt}, nil, "read-tree", "--reset", "-u", "HEAD"); err != nil {
-		t.Fatal(err)
-	}
+	wt, admin := reviewCheckout(t, repo, dir)
 	if b, err := os.ReadFile(filepath.Join(wt, "sub", "x.bin")); err != nil || string(b) != pointer {
 		t.Errorf("review worktree sub/x.bin = %q, %v; want the pointer's bytes", b, err)
 	}

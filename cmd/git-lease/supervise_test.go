@@ -276,6 +276,19 @@ func TestTwoHerdrLeasesAtOnceNeverTakeFocus(t *testing.T) {
 	}
 }
 
+// standinCall asks the Herdr stand-in at socket to act (a restart, a live
+// handoff) and waits for its answer.
+func standinCall(t *testing.T, socket, method string) {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, `{"id":"t","method":%q,"params":{}}`+"\n", method)
+	bufio.NewReader(conn).ReadString('\n')
+}
+
 func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
 	dir := faultRepo(t)
 	socket, requests := herdrServer(t)
@@ -283,13 +296,7 @@ func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
 	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
 	// Restart the stand-in's panes, as a Herdr restart does: pane
 	// processes die, terminals get new IDs.
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(conn, `{"id":"r","method":"standin.restart","params":{}}`)
-	bufio.NewReader(conn).ReadString('\n')
-	conn.Close()
+	standinCall(t, socket, "standin.restart")
 	waitFor(t, "the runner to be gone", func() bool {
 		out, _ := runLease(t, dir, nil, "wait", "--timeout", "1s", id)
 		return strings.Contains(out, "nothing runs it")
@@ -315,13 +322,7 @@ func TestHerdrLiveHandoffKeepsTheLeaseRunning(t *testing.T) {
 	socket, requests := herdrServer(t)
 	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", `echo work > w.txt; sleep 3`)
 	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(conn, `{"id":"h","method":"standin.handoff","params":{}}`)
-	bufio.NewReader(conn).ReadString('\n')
-	conn.Close()
+	standinCall(t, socket, "standin.handoff")
 	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("reconcile touched a lease that a live handoff kept running:\n%s", out)
 	}

@@ -133,10 +133,10 @@ func TestTeamPushFetchVerify(t *testing.T) {
 	}
 }
 
-func TestServerTrustsOnlyItsAllowedSigners(t *testing.T) {
-	tm := newTeam(t)
-	before := tm.serverRefs(t)
-	id := startLease(t, tm.author, "echo again > bug.txt")
+// rogueSigners is an allowed-signers file that names only a new key of
+// eve's, which signed nothing.
+func rogueSigners(t *testing.T) string {
+	t.Helper()
 	rogue := filepath.Join(t.TempDir(), "rogue")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rogue).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
@@ -144,6 +144,14 @@ func TestServerTrustsOnlyItsAllowedSigners(t *testing.T) {
 	pub, _ := os.ReadFile(rogue + ".pub")
 	others := filepath.Join(t.TempDir(), "others")
 	writeFile(t, others, "eve@example.com "+string(pub), 0o644)
+	return others
+}
+
+func TestServerTrustsOnlyItsAllowedSigners(t *testing.T) {
+	tm := newTeam(t)
+	before := tm.serverRefs(t)
+	id := startLease(t, tm.author, "echo again > bug.txt")
+	others := rogueSigners(t)
 	for _, c := range []struct{ name, file, reason string }{
 		// The server runs as the same user with the same key, and still
 		// refuses: it trusts its allowed signers, never its own key.
@@ -334,13 +342,7 @@ func TestFetchVerifiesWithConfiguredSigners(t *testing.T) {
 	// The teammate has a key of their own, which is not the author's.
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	mustRun(t, mate, "keys", "init")
-	rogue := filepath.Join(t.TempDir(), "rogue")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rogue", "-f", rogue).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, _ := os.ReadFile(rogue + ".pub")
-	others := filepath.Join(t.TempDir(), "others")
-	writeFile(t, others, "eve@example.com "+string(pub), 0o644)
+	others := rogueSigners(t)
 	refstest.Git(t, mate, "config", "lease.allowedSignersFile", others)
 	out := mustRun(t, mate, "fetch")
 	if !strings.Contains(out, "refs/remotes/origin/leases/"+tm.id) || !strings.Contains(out, "kept out: it does not verify against your allowed signers") {

@@ -102,14 +102,7 @@ exit 3`},
 		"new.txt":       "file -rw-r--r-- ",
 		"run.sh":        "file -rwxr-xr-x ",
 	}
-	if len(got) != len(want) {
-		t.Errorf("delta = %v, want %v", got, want)
-	}
-	for path, kind := range want {
-		if got[path] != kind {
-			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
-		}
-	}
+	checkDelta(t, got, want)
 	if data, _ := os.ReadFile(filepath.Join(deltaOf(p, spec).Root, "run.sh")); !strings.HasSuffix(string(data), "more\n") {
 		t.Errorf("run.sh came back as %q", data)
 	}
@@ -307,6 +300,20 @@ func TestBoxGetsEveryBaseFile(t *testing.T) {
 	}
 }
 
+// checkDelta compares what a walk of a delta found (path -> a description
+// of the entry) with what a test wants.
+func checkDelta(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("delta = %v, want %v", got, want)
+	}
+	for path, kind := range want {
+		if got[path] != kind {
+			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
+		}
+	}
+}
+
 // deltaOf is p's Delta, which never fails for Crabbox.
 func deltaOf(p Provider, spec sandbox.Spec) sandbox.Delta {
 	d, _ := p.Delta(spec)
@@ -354,12 +361,5 @@ ln -sfn tool.sh link; ln -s ../elsewhere new-link; rm old-link; ln a.txt hard.tx
 		"link":     "symlink -rwxrwxrwx tool.sh",
 		"new-link": "symlink -rwxrwxrwx ../elsewhere",
 	}
-	if len(got) != len(want) {
-		t.Errorf("delta = %v, want %v", got, want)
-	}
-	for path, kind := range want {
-		if got[path] != kind {
-			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
-		}
-	}
+	checkDelta(t, got, want)
 }

@@ -124,14 +124,7 @@ exit 3`},
 		"web/.cache":              "directory x=true ",
 		"web/.cache/c":            "file x=false ",
 	}
-	if len(got) != len(want) {
-		t.Errorf("delta = %v, want %v", got, want)
-	}
-	for path, kind := range want {
-		if got[path] != kind {
-			t.Errorf("delta %s = %q, want %q", path, got[path], kind)
-		}
-	}
+	checkDelta(t, got, want)
 	if err := p.Discard(t.Context(), spec); err != nil {
 		t.Logf("Discard: %v", err)
 	}
