@@ -270,7 +270,12 @@ type edits struct {
 
 // worktreeEdits hashes the review worktree (lstat only) and returns the
 // differences from expected as a commit on top of the result, or nil.
+// A review worktree that is not on disk (its runner died before adding
+// it) holds no edits.
 func (x *Execution) worktreeEdits(ctx context.Context, expected plumbing.Hash) (*edits, error) {
+	if _, err := os.Lstat(x.Worktree()); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	entries, err := scan(ctx, sandbox.Delta{Root: x.Worktree(), Layout: sandbox.Full})
 	if err != nil {
 		return nil, err

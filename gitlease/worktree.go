@@ -2,7 +2,9 @@ package gitlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,14 @@ import (
 func (x *Execution) addWorktree(ctx context.Context) error {
 	path := x.Worktree()
 	if admin, err := x.worktreeAdmin(); err == nil && admin != "" {
-		return nil
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		// Registered but never made on disk: a runner died inside
+		// "git worktree add". git forgets it, and it is added again.
+		if _, err := x.Repo.Worktree(ctx, "remove", "--force", path); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

@@ -501,6 +501,41 @@ func TestCollectPartialKeepsAPersonsFiles(t *testing.T) {
 	}
 }
 
+// TestCollectPartialWhenTheRunnerDiedBeforeTheReviewWorktree: a runner
+// killed after it marked the review worktree as staged but before "git
+// worktree add" finished leaves no worktree on disk, registered with git
+// or not; collect --partial adds it and checks the result out.
+func TestCollectPartialWhenTheRunnerDiedBeforeTheReviewWorktree(t *testing.T) {
+	for _, registered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("registered=%v", registered), func(t *testing.T) {
+			dir := faultRepo(t)
+			out, _ := runLease(t, dir, nil, "start", "-q", "--detach", "--", "sh", "-c", "echo agent > part.txt; exit 3")
+			id := leaseID(out)
+			if id == "" {
+				t.Fatalf("start printed no lease ID:\n%s", out)
+			}
+			waitFor(t, "the agent to fail", func() bool { return record(t, dir, id).State == gitlease.Failed })
+			if _, err := os.Stat(filepath.Join(dir, ".git", "lease", "runs", id, "review-at-base")); err != nil {
+				t.Fatalf("the failed lease's review worktree is not marked as staged: %v", err)
+			}
+			wt := filepath.Join(dir, ".git", "lease", "worktrees", id)
+			if err := os.RemoveAll(wt); err != nil {
+				t.Fatal(err)
+			}
+			if !registered {
+				refstest.Git(t, dir, "worktree", "prune")
+			}
+			mustRun(t, dir, "collect", "--partial", id)
+			if b, err := os.ReadFile(filepath.Join(wt, "part.txt")); err != nil || string(b) != "agent\n" {
+				t.Fatalf("the review worktree after collect --partial: %q %v", b, err)
+			}
+			if l := record(t, dir, id); l.State != gitlease.Review {
+				t.Fatalf("after collect --partial: %s %q", l.State, l.Reason)
+			}
+		})
+	}
+}
+
 // TestCleanupRecordsWhatItDiscards: a canceled lease's partial work is not
 // in a result; cleanup records its listing, each file with its sha256,
 // in the log before it removes the sandbox, and its receipt names the
