@@ -125,24 +125,33 @@ func storeFile(repo *refs.Repo, d sandbox.Delta, e sandbox.Entry) (plumbing.Hash
 
 // describe computes the manifest and the canonical patch from base to result.
 func describe(ctx context.Context, repo *refs.Repo, base, baseTree, tree plumbing.Hash) (*collected, error) {
-	changes, err := repo.DiffTrees(baseTree, tree)
+	files, err := changedFiles(repo, baseTree, tree)
 	if err != nil {
 		return nil, err
 	}
-	m := &verify.Manifest{Version: verify.ManifestVersion, Base: base.String(), BaseTree: baseTree.String(), ResultTree: tree.String()}
-	m.Files = make([]verify.FileChange, 0, len(changes))
-	for _, c := range changes {
-		m.Files = append(m.Files, verify.FileChange{
-			Path: c.Path, Status: c.Status,
-			OldMode: modeString(c.OldMode), NewMode: modeString(c.NewMode),
-			OldBlob: c.OldBlob.String(), NewBlob: c.NewBlob.String(),
-		})
-	}
+	m := &verify.Manifest{Version: verify.ManifestVersion, Base: base.String(), BaseTree: baseTree.String(), ResultTree: tree.String(), Files: files}
 	patch, err := canonicalPatch(ctx, repo, baseTree, tree)
 	if err != nil {
 		return nil, err
 	}
 	return &collected{Tree: tree, Manifest: m, Patch: patch}, nil
+}
+
+// changedFiles is the manifest's list of changes from baseTree to tree.
+func changedFiles(repo *refs.Repo, baseTree, tree plumbing.Hash) ([]verify.FileChange, error) {
+	changes, err := repo.DiffTrees(baseTree, tree)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]verify.FileChange, 0, len(changes))
+	for _, c := range changes {
+		files = append(files, verify.FileChange{
+			Path: c.Path, Status: c.Status,
+			OldMode: modeString(c.OldMode), NewMode: modeString(c.NewMode),
+			OldBlob: c.OldBlob.String(), NewBlob: c.NewBlob.String(),
+		})
+	}
+	return files, nil
 }
 
 func modeString(m filemode.FileMode) string {

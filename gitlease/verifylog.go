@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -105,7 +107,7 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 		rep.Signers = append(rep.Signers, s)
 	}
 	if record != nil {
-		verifyEvidence(repo, tip, branch, record, allowed, problem)
+		verifyEvidence(ctx, repo, tip, branch, record, allowed, problem)
 	}
 	rep.OK = len(rep.Problems) == 0
 	return rep
@@ -113,7 +115,7 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 
 // verifyEvidence checks the tip's signed records and result against the
 // record and the refs.
-func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowed *verify.AllowedSigners, problem func(string, ...any)) {
+func verifyEvidence(ctx context.Context, repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowed *verify.AllowedSigners, problem func(string, ...any)) {
 	present := map[string]bool{}
 	for name, predicateType := range receiptTypes {
 		env, err := repo.ReadFile(tip, name, 4<<20)
@@ -155,7 +157,7 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 		}
 	}
 	if r := l.Result; r != nil && r.Tree != "" {
-		verifyResultObjects(repo, tip, l, problem)
+		checkRecorded(ctx, repo, tip, l, problem)
 	}
 	wantBranch := l.Base
 	if l.holdsResult() {
@@ -166,46 +168,110 @@ func verifyEvidence(repo *refs.Repo, tip, branch plumbing.Hash, l *Lease, allowe
 	}
 }
 
-// verifyResultObjects checks the patch digest, the manifest file, the
-// result commit and that base → result tree is exactly the manifest (the
-// last two where the objects are: see below).
-func verifyResultObjects(repo *refs.Repo, tip plumbing.Hash, l *Lease, problem func(string, ...any)) {
+// checkRecorded is the one check of a recorded result, used by verify,
+// review, apply, fetch and the server hook. It reads the patch and the
+// manifest from the log at tip and checks: the patch against its digest;
+// the manifest against the record and the patch's headers; base + patch,
+// applied by git in a private index, against the result tree; the result
+// commit; and base -> result tree against the manifest. Problems go to
+// problem; result.json must be the record's result. It returns what it checked, one line each, and the tree git
+// derived (zero when the patch did not apply).
+func checkRecorded(ctx context.Context, repo *refs.Repo, tip plumbing.Hash, l *Lease, problem func(string, ...any)) (checked []string, derived plumbing.Hash) {
 	r := l.Result
 	patch, err := repo.ReadFile(tip, patchFile, maxPatch)
 	if err != nil || verify.PatchDigest(patch) != r.PatchDigest {
 		problem("%s: its digest is not the recorded %s", patchFile, r.PatchDigest)
 	}
+	checked = append(checked, "patch digest")
 	mb, err := repo.ReadFile(tip, manifestFile, maxPatch)
+	var manifest *verify.Manifest
 	if err == nil {
-		var m *verify.Manifest
-		if m, err = verify.ParseManifest(mb); err == nil && !slices.Equal(m.Files, r.Manifest) {
+		if manifest, err = verify.ParseManifest(mb); err == nil && !slices.Equal(manifest.Files, r.Manifest) {
 			err = fmt.Errorf("it lists other changes than the record")
 		}
 	}
 	if err != nil {
 		problem("%s: %v", manifestFile, err)
+	} else if parsed, err := verify.ParsePatch(patch); err != nil {
+		problem("%s: %v", patchFile, err)
+	} else if err := verify.CheckPatchManifest(parsed, manifest); err != nil {
+		problem("patch and manifest disagree: %v", err)
 	}
-	if !l.holdsResult() && !repo.HasObject(plumbing.NewHash(r.Commit)) {
-		// No ref reaches the result commit of a lease that failed or was
-		// quarantined, so it is never pushed: a clone that fetched the
-		// lease has its patch and manifest (checked above) but not its
-		// objects, and nothing can apply it.
-		return
+	checked = append(checked, "patch headers = manifest")
+	if stored, err := readResult(repo, tip); err != nil {
+		problem("%s: %v", resultFile, err)
+	} else if !bytes.Equal(stored.marshal(), r.marshal()) {
+		problem("%s is not the record's result", resultFile)
 	}
-	c, err := repo.Commit(plumbing.NewHash(r.Commit))
-	if err != nil || c.TreeHash.String() != r.Tree || len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base {
-		problem("result commit %s is not the result tree on the base", r.Commit)
-		return
+	if derived, err = deriveTree(ctx, repo, r.Base, patch); err != nil {
+		problem("the patch does not apply to the base: %v", err)
+	} else if derived.String() != r.Tree {
+		problem("base + patch gives tree %s, the record says %s", derived, r.Tree)
 	}
 	base, err := repo.Commit(plumbing.NewHash(r.Base))
 	if err != nil {
 		problem("base %s: %v", r.Base, err)
-		return
-	}
-	desc, err := describe(context.Background(), repo, base.Hash, base.TreeHash, c.TreeHash)
-	if err != nil || !slices.Equal(desc.Manifest.Files, r.Manifest) {
+	} else if files, err := changedFiles(repo, base.TreeHash, plumbing.NewHash(r.Tree)); err != nil || !slices.Equal(files, r.Manifest) {
 		problem("the result tree %s is not the base plus the manifest's changes", r.Tree)
 	}
+	checked = append(checked, "base + patch = result tree = manifest")
+	if !l.holdsResult() && !repo.HasObject(plumbing.NewHash(r.Commit)) {
+		// No ref reaches the result commit of a lease that failed or was
+		// quarantined, so it is never pushed: a clone that fetched the
+		// lease has its patch and manifest (checked above) but not its
+		// commit, and nothing can apply it.
+		return append(checked, "no result commit here (a "+string(l.State)+" result is never pushed)"), derived
+	}
+	c, err := repo.Commit(plumbing.NewHash(r.Commit))
+	if err != nil || c.TreeHash.String() != r.Tree || len(c.ParentHashes) != 1 || c.ParentHashes[0].String() != r.Base {
+		problem("result commit %s is not the result tree on the base", r.Commit)
+	}
+	return checked, derived
+}
+
+// readResult reads result/result.json as this git-lease knows it (a
+// newer version's fields it does not know are left out, as lease.json's
+// are).
+func readResult(repo *refs.Repo, tip plumbing.Hash) (*Result, error) {
+	b, err := repo.ReadFile(tip, resultFile, maxRecord)
+	if err != nil {
+		return nil, err
+	}
+	var stored struct {
+		Version int `json:"version"`
+		Result
+	}
+	if err := json.Unmarshal(b, &stored); err != nil {
+		return nil, err
+	}
+	if stored.Version < 1 {
+		return nil, fmt.Errorf("version %d (this git-lease reads 1 to %d)", stored.Version, resultVersion)
+	}
+	return &stored.Result, nil
+}
+
+// deriveTree applies the patch to base in a private index (git apply
+// --cached: no work tree is read or written) and writes the tree.
+func deriveTree(ctx context.Context, repo *refs.Repo, base string, patch []byte) (plumbing.Hash, error) {
+	tmp, err := os.MkdirTemp("", "git-lease-review-")
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := repo.GitEnv(ctx, env, nil, "read-tree", base); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if len(patch) > 0 {
+		if _, err := repo.GitEnv(ctx, env, patch, "apply", "--cached", "--binary", "--whitespace=nowarn", "-"); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	out, err := repo.GitEnv(ctx, env, nil, "write-tree")
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return plumbing.NewHash(string(bytes.TrimSpace(out))), nil
 }
 
 // wantSubjects is what each signed record must be about.
