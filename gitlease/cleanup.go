@@ -66,7 +66,7 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	add := func(item CleanupItem) {
 		item.Detail = x.hostFree(item.Detail) // the receipt is signed and pushed
 		c.Receipt = append(c.Receipt, item)
-		if item.Action == "failed" {
+		if item.Action == ActionFailed {
 			c.State = CleanupFailed
 		}
 	}
@@ -84,7 +84,7 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 		add(recorded)
 	}
 	if kept {
-		add(CleanupItem{Resource: "sandbox", Action: "kept", Detail: "the agent's work in it could not be recorded first"})
+		add(CleanupItem{Resource: "sandbox", Action: ActionKept, Detail: "the agent's work in it could not be recorded first"})
 	} else {
 		add(x.discardSandbox(ctx))
 	}
@@ -125,7 +125,7 @@ func sameOutcome(prev, now *Cleanup) bool {
 		return false
 	}
 	for _, item := range now.Receipt {
-		if item.Action == "absent" {
+		if item.Action == ActionAbsent {
 			continue
 		}
 		found := false
@@ -145,24 +145,24 @@ func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
 	item := CleanupItem{Resource: "supervisor"}
 	e := x.Lease.Supervisor
 	if e == nil {
-		item.Action = "absent"
+		item.Action = ActionAbsent
 		return item
 	}
 	item.Detail = endpointReceipt(*e).Name + " " + endpointReceipt(*e).ID
 	sup, err := x.supervisorOf()
 	if err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
 	if alive, _ := sup.Alive(ctx, *e); !alive {
-		item.Action = "absent"
+		item.Action = ActionAbsent
 		return item
 	}
 	if err := sup.Close(ctx, *e); err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
-	item.Action = "removed"
+	item.Action = ActionRemoved
 	return item
 }
 
@@ -178,7 +178,7 @@ func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
 	}
 	spec := x.spec()
 	if _, err := os.Lstat(spec.Dir); errors.Is(err, fs.ErrNotExist) {
-		item.Action = "absent"
+		item.Action = ActionAbsent
 		// The base reference is released with the sandbox; release it
 		// again in case a crash came between the two.
 		if p, err := providerByName(x.Lease.Provider, x.Lease.Policy); err == nil {
@@ -196,10 +196,10 @@ func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
 		}
 	}
 	if err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
-	item.Action = "removed"
+	item.Action = ActionRemoved
 	return item
 }
 
@@ -210,23 +210,23 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 	path := x.Worktree()
 	admin, _ := x.worktreeAdmin()
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && admin == "" {
-		item.Action = "absent"
+		item.Action = ActionAbsent
 		return item
 	}
 	if expected, ok := x.worktreeExpected(); ok {
 		edits, err := x.worktreeEdits(ctx, expected)
 		if err != nil {
-			item.Action, item.Detail = "failed", "cannot tell whether it holds edits: "+err.Error()
+			item.Action, item.Detail = ActionFailed, "cannot tell whether it holds edits: "+err.Error()
 			return item
 		}
 		if edits != nil {
 			if !keepEdits {
-				item.Action = "kept"
+				item.Action = ActionKept
 				item.Detail = fmt.Sprintf("it holds edits the lease did not record (%d paths); commit them, or run cleanup --keep-edits", len(edits.paths))
 				return item
 			}
 			if err := x.Repo.Update(ctx, "git lease cleanup --keep-edits", refs.RefUpdate{Name: x.Lease.ID.BranchRef() + "-edits", New: edits.commit}); err != nil {
-				item.Action, item.Detail = "failed", "recording the edits: "+err.Error()
+				item.Action, item.Detail = ActionFailed, "recording the edits: "+err.Error()
 				return item
 			}
 			item.Detail = fmt.Sprintf("edits recorded as %s on %s-edits; ", edits.commit.String()[:12], x.Lease.Branch)
@@ -234,14 +234,14 @@ func (x *Execution) removeWorktree(ctx context.Context, keepEdits bool) CleanupI
 	}
 	removeTree(path)
 	if _, err := x.Repo.Worktree(ctx, "prune"); err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
 	if admin, _ := x.worktreeAdmin(); admin != "" {
-		item.Action, item.Detail = "failed", "git still lists the worktree"
+		item.Action, item.Detail = ActionFailed, "git still lists the worktree"
 		return item
 	}
-	item.Action, item.Detail = "removed", item.Detail+"git worktree prune no longer lists it"
+	item.Action, item.Detail = ActionRemoved, item.Detail+"git worktree prune no longer lists it"
 	return item
 }
 
@@ -310,7 +310,7 @@ func (x *Execution) worktreeEdits(ctx context.Context, expected plumbing.Hash) (
 	if len(e.paths) == 0 {
 		return nil, nil
 	}
-	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, fmt.Sprintf("lease %s: edits found in the review worktree at cleanup\n\nLease-ID: %s\n", x.Lease.ID, x.Lease.ID))
+	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, "edits found in the review worktree at cleanup", "", ""))
 	return e, err
 }
 
@@ -338,7 +338,7 @@ const discardedFile = "cleanup/discarded.txt"
 // A sandbox whose delta is elsewhere (a Crabbox box) or already gone
 // records nothing.
 func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item CleanupItem) {
-	if r := x.Lease.Result; r != nil && r.Tree != "" && r.Status != "quarantined" {
+	if r := x.Lease.Result; r != nil && r.Tree != "" && r.Status != ResultQuarantined {
 		return false, item // the result holds it
 	}
 	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
@@ -352,7 +352,7 @@ func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item Cleanu
 	item.Resource = "agent-work"
 	d, err := p.Delta(spec)
 	if err != nil {
-		item.Action, item.Detail = "failed", "reading what the agent left before removing it: "+err.Error()
+		item.Action, item.Detail = ActionFailed, "reading what the agent left before removing it: "+err.Error()
 		return true, item
 	}
 	if _, err := os.Lstat(d.Root); err != nil || d.Root == x.Worktree() {
@@ -367,7 +367,7 @@ func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item Cleanu
 		listing, err = hashDelta(d, entries)
 	}
 	if err != nil {
-		item.Action, item.Detail = "failed", "listing what the agent left before removing it: "+err.Error()
+		item.Action, item.Detail = ActionFailed, "listing what the agent left before removing it: "+err.Error()
 		return true, item
 	}
 	sum := sha256.Sum256(listing)
@@ -383,7 +383,7 @@ func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item Cleanu
 			files[discardedFile] = secrets.bytes(listing)
 		}
 	}
-	item.Action = "recorded"
+	item.Action = ActionRecorded
 	item.Detail = fmt.Sprintf("%d entries not in a result, discarded with the sandbox: %s", len(entries), digest)
 	if files != nil {
 		item.Detail += " (" + discardedFile + ")"
@@ -396,7 +396,7 @@ func (x *Execution) recordDiscarded(ctx context.Context) (keep bool, item Cleanu
 		}
 	}
 	if err := x.Event(ctx, "cleanup-recorded", nil, files); err != nil {
-		item.Action, item.Detail = "failed", "recording what the agent left: "+err.Error()
+		item.Action, item.Detail = ActionFailed, "recording what the agent left: "+err.Error()
 		return true, item
 	}
 	return false, item
@@ -440,9 +440,9 @@ func (x *Execution) stopRunner(ctx context.Context) (item CleanupItem, ok bool) 
 	json.Unmarshal(b, &r)
 	item = CleanupItem{Resource: "runner", Detail: fmt.Sprintf("pid %d", r.PID)}
 	if err := h.Close(ctx, sandbox.Endpoint{}); err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item, true
 	}
-	item.Action = "stopped"
+	item.Action = ActionStopped
 	return item, true
 }

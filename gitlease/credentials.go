@@ -171,17 +171,17 @@ func (x *Execution) removeCredentialFiles() (item CleanupItem, ok bool) {
 	if len(names) == 0 {
 		return CleanupItem{}, false
 	}
-	item = CleanupItem{Resource: "credential-files", Action: "absent", Detail: strings.Join(names, ", ")}
+	item = CleanupItem{Resource: "credential-files", Action: ActionAbsent, Detail: strings.Join(names, ", ")}
 	dir := filepath.Join(x.RunDir(), credentialsDir)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		item.Detail += " (removed when the agent ended)"
 		return item, true
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item, true
 	}
-	item.Action = "removed"
+	item.Action = ActionRemoved
 	return item, true
 }
 

@@ -96,7 +96,15 @@ func (x *Execution) Move(ctx context.Context, to State, mutate func(*Lease), fil
 			return err
 		}
 	}
-	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, logMessage(next.ID, from, to, next.Reason), extra...)
+	reason := ""
+	if to == Failed || to == Quarantined || to == Canceled || to == Rejected {
+		reason = oneLine(next.Reason)
+	}
+	msg, err := refs.TransitionMessage(next.ID, refs.State(from), refs.State(to), reason)
+	if err != nil {
+		return err
+	}
+	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
 	if err != nil {
 		return x.noSpace(err)
 	}
@@ -112,7 +120,10 @@ func (x *Execution) Event(ctx context.Context, event string, mutate func(*Lease)
 		return fmt.Errorf("lease %s: %w", x.Lease.ID, ErrNewerRecord)
 	}
 	next, files := x.nextRecord(x.Lease.State, mutate, files)
-	msg := fmt.Sprintf("lease %s: %s: %s\n\nLease-ID: %s\nLease-State: %s\nLease-Event: %s\n", next.ID, next.State, event, next.ID, next.State, event)
+	msg, err := refs.EventMessage(next.ID, refs.State(next.State), refs.Event(event))
+	if err != nil {
+		return err
+	}
 	tip, err := x.Repo.Append(ctx, next.ID, x.Tip, files, msg, extra...)
 	if err != nil {
 		return x.noSpace(err)
@@ -141,18 +152,6 @@ func (x *Execution) nextRecord(state State, mutate func(*Lease), files map[strin
 	}
 	files[recordFile] = next.marshal()
 	return &next, files
-}
-
-// logMessage is the one-line subject "lease <id>: <from> -> <to>" of a
-// transition, with trailers, so that git log refs/leases/<id> reads as the
-// lease's history.
-func logMessage(id refs.ID, from, to State, reason string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lease %s: %s -> %s\n\nLease-ID: %s\nLease-State: %s\n", id, from, to, id, to)
-	if reason != "" && (to == Failed || to == Quarantined || to == Canceled || to == Rejected) {
-		fmt.Fprintf(&b, "Lease-Reason: %s\n", oneLine(reason))
-	}
-	return b.String()
 }
 
 // oneLine makes an agent's text (a reason, a blocked agent's question) a

@@ -108,7 +108,7 @@ func EvictBases(repo *refs.Repo, dryRun bool) ([]string, error) {
 func (x *Execution) keptWorktree() string {
 	if c := x.Lease.Cleanup; c != nil {
 		for _, item := range c.Receipt {
-			if item.Resource == "review-worktree" && item.Action == "kept" {
+			if item.Resource == "review-worktree" && item.Action == ActionKept {
 				return "cleanup kept its review worktree for edits it did not record"
 			}
 		}

@@ -64,8 +64,7 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 	if len(findings) > 0 {
 		return plumbing.ZeroHash, nil, nil, fmt.Errorf("%w: the promoted result breaks %s", ErrNotVerified, findings[0].Error())
 	}
-	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, fmt.Sprintf("lease %s: promote %d of %d changes\n\nLease-ID: %s\nLease-Base: %s\n",
-		x.Lease.ID, len(c.Manifest.Files), len(x.Lease.Result.Manifest), x.Lease.ID, base))
+	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, fmt.Sprintf("promote %d of %d changes", len(c.Manifest.Files), len(x.Lease.Result.Manifest)), base.String(), ""))
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}

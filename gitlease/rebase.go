@@ -93,12 +93,11 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 // it through verification, checks and review.
 func (x *Execution) verifyBuilt(ctx context.Context, c *collected, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
-	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, fmt.Sprintf("lease %s: %s\n\nLease-ID: %s\nLease-Base: %s\nLease-Rebased-From: %s\n",
-		x.Lease.ID, summarize(c.Manifest.Files), x.Lease.ID, base, x.Lease.RebasedFrom))
+	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, summarize(c.Manifest.Files), base.String(), string(x.Lease.RebasedFrom)))
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
-	result := &Result{Status: "ok", Summary: summarize(c.Manifest.Files), Base: x.Lease.Base, Commit: commit.String(), Tree: c.Tree.String(),
+	result := &Result{Status: ResultOK, Summary: summarize(c.Manifest.Files), Base: x.Lease.Base, Commit: commit.String(), Tree: c.Tree.String(),
 		Manifest: c.Manifest.Files, PatchDigest: verify.PatchDigest(c.Patch), Checks: []CheckResult{}, Artifacts: []Artifact{}}
 	files := map[string][]byte{manifestFile: c.Manifest.Marshal(), patchFile: c.Patch}
 	findings, err := checkResult(x.Repo, x.Lease.Policy.verifyPolicy(), c)

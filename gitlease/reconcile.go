@@ -136,7 +136,7 @@ func (x *Execution) reconcile(ctx context.Context, quick bool, progress io.Write
 		}
 		return "resumed collection", x.collectAndVerify(ctx, d, progress)
 	default: // Verifying
-		if x.Lease.Result != nil && x.Lease.Result.Status == "quarantined" {
+		if x.Lease.Result != nil && x.Lease.Result.Status == ResultQuarantined {
 			return "finished quarantine", x.Move(ctx, Quarantined, nil, nil) // findings and reason are recorded
 		}
 		return "resumed checks and review", x.checkAndReview(ctx, progress)
@@ -228,7 +228,7 @@ func (x *Execution) recoverVanished(ctx context.Context, why string, progress io
 	}
 	// Nothing may write the delta while it is collected.
 	if item, ok := x.stopSandbox(); ok {
-		if item.Action == "failed" {
+		if item.Action == ActionFailed {
 			return "", fmt.Errorf("its sandbox outlived its runner and could not be stopped (%s): run git lease reconcile again", item.Detail)
 		}
 		why += "; its sandbox outlived it and was stopped (" + item.Detail + ")"
@@ -254,7 +254,7 @@ func (x *Execution) recoverVanished(ctx context.Context, why string, progress io
 	}
 	summary := "no result"
 	if r := x.Lease.Result; r != nil {
-		summary = r.Status + " result: " + r.Summary
+		summary = string(r.Status) + " result: " + r.Summary
 	}
 	return fmt.Sprintf("%s: the agent is gone (%s); collected what it left: %s", x.Lease.State, why, summary), nil
 }

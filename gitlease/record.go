@@ -155,11 +155,23 @@ type Cleanup struct {
 	Receipt []CleanupItem `json:"receipt"`
 }
 
+// CleanupAction is what cleanup did with one resource.
+type CleanupAction string
+
+const (
+	ActionRemoved  CleanupAction = "removed"
+	ActionAbsent   CleanupAction = "absent"   // nothing was there
+	ActionKept     CleanupAction = "kept"     // it holds what nobody recorded
+	ActionFailed   CleanupAction = "failed"   // Detail says why
+	ActionRecorded CleanupAction = "recorded" // what it held is in the log
+	ActionStopped  CleanupAction = "stopped"  // its processes were stopped
+)
+
 // CleanupItem is one runtime resource of a lease and what cleanup did.
 type CleanupItem struct {
-	Resource string `json:"resource"` // sandbox, base, review-worktree, supervisor …
-	Action   string `json:"action"`   // removed, absent, kept, failed
-	Detail   string `json:"detail,omitempty"`
+	Resource string        `json:"resource"` // sandbox, base, review-worktree, supervisor …
+	Action   CleanupAction `json:"action"`
+	Detail   string        `json:"detail,omitempty"`
 }
 
 // Receipt is one identity bound to the lease: what ran it and how it
@@ -183,11 +195,18 @@ type AgentRun struct {
 	RunnerGone bool `json:"runner_gone,omitempty"`
 }
 
+// ResultStatus says what a result is.
+type ResultStatus string
+
+const (
+	ResultOK          ResultStatus = "ok"          // under review
+	ResultFailed      ResultStatus = "failed"      // the changes of an agent that failed
+	ResultQuarantined ResultStatus = "quarantined" // it did not verify
+)
+
 // Result is the host-computed result of a lease.
 type Result struct {
-	// Status is "ok" for a result under review, "failed" for the changes of
-	// an agent that failed, "quarantined" for a result that did not verify.
-	Status      string              `json:"status"`
+	Status      ResultStatus        `json:"status"`
 	Summary     string              `json:"summary"`
 	Base        string              `json:"base"`
 	Commit      string              `json:"commit"`
@@ -277,7 +296,7 @@ func parseLease(b []byte) (*Lease, error) {
 func (l *Lease) holdsResult() bool {
 	switch l.State {
 	case Review, Applied, Rejected:
-		return l.Result == nil || l.Result.Status != "quarantined"
+		return l.Result == nil || l.Result.Status != ResultQuarantined
 	}
 	return false
 }

@@ -64,7 +64,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 			return x.fail(ctx, err.Error(), err)
 		}
 		commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base},
-			fmt.Sprintf("lease %s: %s\n\nLease-ID: %s\nLease-Base: %s\n", x.Lease.ID, summarize(c.Manifest.Files), x.Lease.ID, base))
+			refs.BranchMessage(x.Lease.ID, summarize(c.Manifest.Files), base.String(), ""))
 		if err != nil {
 			return x.fail(ctx, err.Error(), err)
 		}
@@ -81,11 +81,11 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 		return x.quarantine(ctx, result, findings, entries, secrets, files, progress)
 	}
 	if reason := x.Lease.Agent.failure(); reason != "" && !x.Lease.PartialCollect {
-		result.Status = "failed"
+		result.Status = ResultFailed
 		files[resultFile] = result.marshal()
 		return x.Move(ctx, Failed, func(l *Lease) { l.Result, l.Reason = result, reason }, files)
 	}
-	result.Status = "ok"
+	result.Status = ResultOK
 	files[resultFile] = result.marshal()
 	// Findings left here wait for acceptance at apply (acceptable).
 	if err := x.Move(ctx, Verifying, func(l *Lease) { l.Result = result; l.addFindings(findings) }, files); err != nil {
@@ -169,7 +169,7 @@ func (x *Execution) checkAndReview(ctx context.Context, progress io.Writer) erro
 // redacted from the listing and the findings. The review branch is not
 // moved.
 func (x *Execution) quarantine(ctx context.Context, result *Result, findings []verify.Finding, entries []sandbox.Entry, secrets redactor, files map[string][]byte, progress io.Writer) error {
-	result.Status = "quarantined"
+	result.Status = ResultQuarantined
 	if result.Summary == "" {
 		result.Summary = fmt.Sprintf("rejected before collection: %d entries in the delta", len(entries))
 		files[deltaFile] = secrets.bytes(listDelta(entries))

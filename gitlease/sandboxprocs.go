@@ -61,7 +61,7 @@ func (x *Execution) stopSandbox() (item CleanupItem, ok bool) {
 		err = json.Unmarshal(b, &procs)
 	}
 	if err != nil {
-		item.Action, item.Detail = "failed", "cannot tell which processes hold the sandbox: "+err.Error()
+		item.Action, item.Detail = ActionFailed, "cannot tell which processes hold the sandbox: "+err.Error()
 		return item, true
 	}
 	var stopped, failed []string
@@ -76,9 +76,9 @@ func (x *Execution) stopSandbox() (item CleanupItem, ok bool) {
 	}
 	switch {
 	case len(failed) > 0:
-		item.Action, item.Detail = "failed", strings.Join(failed, "; ")
+		item.Action, item.Detail = ActionFailed, strings.Join(failed, "; ")
 	case len(stopped) > 0:
-		item.Action, item.Detail = "stopped", strings.Join(stopped, ", ")
+		item.Action, item.Detail = ActionStopped, strings.Join(stopped, ", ")
 	default:
 		return item, false
 	}

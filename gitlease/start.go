@@ -57,7 +57,7 @@ type StartOptions struct {
 }
 
 // Start provisions a lease, runs the agent and collects its result, in the
-// order of DESIGN.md: persist provisioning with the resolved base and the
+// order the lifecycle needs: persist provisioning with the resolved base and the
 // review branch, add the review worktree, set up the sandbox with the agent
 // held at its gate, record the sandbox, release the agent, collect. An
 // error before the first log entry leaves nothing behind; after it, the

@@ -5,10 +5,11 @@ package gitlease
 
 import "fmt"
 
-// State is where a lease is in its lifecycle.
+// State is where a lease is in its lifecycle; the log's messages carry
+// its name (refs.State).
 type State string
 
-// The lifecycle states, as in DESIGN.md.
+// The lifecycle states (ARCHITECTURE.md draws the table).
 const (
 	New          State = "new" // before the first log entry; never stored
 	Provisioning State = "provisioning"

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -25,12 +24,6 @@ type VerifyReport struct {
 	Signers  []string `json:"signers"`
 	Problems []string `json:"problems"`
 }
-
-// subjectRE matches a transition's subject "lease <id>: <from> -> <to>".
-var subjectRE = regexp.MustCompile(`^lease ([0-9a-f]{12}): ([a-z]+) -> ([a-z]+)$`)
-
-// eventRE matches an event's subject "lease <id>: <state>: <event>".
-var eventRE = regexp.MustCompile(`^lease ([0-9a-f]{12}): ([a-z]+): [a-z-]+$`)
 
 // receiptTypes maps each signed record in the log to its predicate type.
 var receiptTypes = map[string]string{
@@ -62,20 +55,19 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 	for i, e := range entries {
 		where := fmt.Sprintf("log entry %d (%s)", i+1, e.Commit.String()[:12])
 		subject := strings.SplitN(e.Message, "\n", 2)[0]
-		m := subjectRE.FindStringSubmatch(subject)
-		if e := eventRE.FindStringSubmatch(subject); e != nil {
-			m = []string{e[0], e[1], e[2], e[2]} // an event stays in its state
-		}
+		entry, parseErr := refs.ParseEntry(subject)
+		parsed := parseErr == nil
+		from, to := State(entry.From), State(entry.To)
 		switch {
-		case m == nil || m[1] != string(id):
+		case !parsed || entry.ID != id:
 			problem("%s: %q is not a log entry of lease %s", where, subject, id)
-		case State(m[2]) != prev:
+		case from != prev:
 			problem("%s: %q does not follow state %s (an entry was removed or reordered)", where, subject, prev)
-		case m[2] != m[3] && !CanMove(State(m[2]), State(m[3])):
-			problem("%s: %s -> %s is not a legal transition", where, m[2], m[3])
+		case entry.Event == "" && !CanMove(from, to):
+			problem("%s: %s -> %s is not a legal transition", where, from, to)
 		}
-		if m != nil {
-			prev = State(m[3])
+		if parsed {
+			prev = to
 		}
 		payload, sig, err := repo.CommitSignature(e.Commit)
 		if err == nil {
@@ -96,7 +88,7 @@ func VerifyLease(ctx context.Context, repo *refs.Repo, id refs.ID, tip, branch p
 			record = nil
 			continue
 		}
-		if record.ID != id || (m != nil && record.State != State(m[3])) {
+		if record.ID != id || (parsed && record.State != to) {
 			problem("%s: lease.json says lease %s is %s, the message says %q", where, record.ID, record.State, subject)
 		}
 		if record.Seq != i+1 {

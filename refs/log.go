@@ -43,7 +43,7 @@ type LogHead struct {
 // for-each-ref (go-git would scan packed-refs once per lease).
 func (r *Repo) LogHeads() ([]LogHead, error) {
 	out, err := r.Git(context.Background(), nil, "for-each-ref",
-		"--format=%(objectname) %(refname) %(trailers:key=Lease-State,valueonly,separator=%x2C)", "--", "refs/leases/")
+		"--format=%(objectname) %(refname) %(trailers:key="+TrailerState+",valueonly,separator=%x2C)", "--", "refs/leases/")
 	if err != nil {
 		return nil, err
 	}

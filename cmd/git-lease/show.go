@@ -135,7 +135,7 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	if c := l.Cleanup; c != nil && c.State != gitlease.CleanupConfirmed {
 		fmt.Fprintf(w, "cleanup:  %s (git lease cleanup %s tries again)\n", c.State, l.ID.Short())
 		for _, item := range c.Receipt {
-			if item.Action == "failed" {
+			if item.Action == gitlease.ActionFailed {
 				fmt.Fprintf(w, "  %s: %s\n", item.Resource, escape.Line(x.Localize(item.Detail)))
 			}
 		}
