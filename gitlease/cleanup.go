@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
-	"github.com/git-lease/git-lease/sandbox/headless"
+	"github.com/git-lease/git-lease/sandbox/process"
 	"github.com/git-lease/git-lease/verify"
 )
 
@@ -431,16 +431,13 @@ func hashDelta(d sandbox.Delta, entries []sandbox.Entry) ([]byte, error) {
 // waited for. ok is false when there was none to stop (nothing to add to
 // the receipt).
 func (x *Execution) stopRunner(ctx context.Context) (item CleanupItem, ok bool) {
-	h := headless.Supervisor{Dir: x.RunDir()}
-	if alive, _ := h.Alive(ctx, sandbox.Endpoint{}); !alive {
+	r, _, alive := process.Runner(x.RunDir())
+	if !alive {
 		return item, false
 	}
-	var r headless.Runner
-	b, _ := os.ReadFile(filepath.Join(x.RunDir(), "runner.json"))
-	json.Unmarshal(b, &r)
 	item = CleanupItem{Resource: "runner", Detail: fmt.Sprintf("pid %d", r.PID)}
-	if err := h.Close(ctx, sandbox.Endpoint{}); err != nil {
-		item.Action, item.Detail = ActionFailed, err.Error()
+	if _, err := process.Stop(r.PID, r.StartTime, 2*time.Second); err != nil {
+		item.Action, item.Detail = ActionFailed, fmt.Sprintf("the runner (pid %d) did not exit: %v", r.PID, err)
 		return item, true
 	}
 	item.Action = ActionStopped

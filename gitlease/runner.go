@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
-	"github.com/git-lease/git-lease/sandbox/headless"
-	"github.com/git-lease/git-lease/sandbox/herdr"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // Files the lease shares with its agent, and where the agent sees them.
@@ -35,7 +34,8 @@ func (x *Execution) statePath() string  { return filepath.Join(x.RunDir(), "stat
 // Runner signals the lease's live runner process with SIGUSR1 (record that
 // someone reconnected), reporting whether there was one.
 func (x *Execution) signalRunner() bool {
-	return headless.Supervisor{Dir: x.RunDir()}.Signal(syscall.SIGUSR1)
+	r, _, alive := process.Runner(x.RunDir())
+	return alive && r.Signal(syscall.SIGUSR1) == nil
 }
 
 // runAgent runs a provisioned lease's agent and takes it to its result:
@@ -49,7 +49,7 @@ func (x *Execution) signalRunner() bool {
 func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup sandbox.Supervisor, endpoint sandbox.Endpoint, live, progress io.Writer) error {
 	// Whatever the supervisor, this process is the runner: cancel and
 	// wait find it here.
-	if err := (headless.Supervisor{Dir: x.RunDir()}).RecordRunner(os.Getpid()); err != nil {
+	if err := process.WriteRunner(x.RunDir(), os.Getpid()); err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
 	if err := createStateFile(x.statePath()); err != nil {
@@ -76,9 +76,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		}
 		spec.Binds = append(spec.Binds, binds...)
 	}
-	if h, ok := sup.(*herdr.Supervisor); ok && l.herdrAgent != "" {
-		h.AgentKind = l.herdrAgent // Herdr shows the pane as this agent
-	}
+	sup = sup.AsAgent(l.herdrAgent)
 	logPath := filepath.Join(x.RunDir(), "agent.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {

@@ -9,20 +9,13 @@ import (
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
-	"github.com/git-lease/git-lease/sandbox/headless"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // sandboxProcsFile, in the run directory, names the host processes that
 // hold the lease's sandbox (sandbox.Holders) with their start times: a
 // local detail, like runner.json, that stays out of the lease log.
 const sandboxProcsFile = "sandbox.json"
-
-// hostProcess is a process known by its PID and start time, so that a
-// reused PID is never taken for it.
-type hostProcess struct {
-	PID       int    `json:"pid"`
-	StartTime uint64 `json:"start_time"`
-}
 
 // recordSandbox writes sandbox.json for a launched sandbox whose provider
 // names its holders; other providers record nothing.
@@ -31,16 +24,16 @@ func (x *Execution) recordSandbox(proc sandbox.Process) error {
 	if !ok {
 		return nil
 	}
-	procs := []hostProcess{}
+	procs := []process.Record{}
 	for _, pid := range h.Holders() {
 		if pid <= 0 {
 			continue
 		}
-		st, err := headless.StartTime(pid)
+		r, err := process.Of(pid)
 		if err != nil {
 			return fmt.Errorf("sandbox process %d: %w", pid, err)
 		}
-		procs = append(procs, hostProcess{pid, st})
+		procs = append(procs, r)
 	}
 	b, _ := json.Marshal(procs)
 	return os.WriteFile(filepath.Join(x.RunDir(), sandboxProcsFile), b, 0o600)
@@ -56,7 +49,7 @@ func (x *Execution) stopSandbox() (item CleanupItem, ok bool) {
 	if os.IsNotExist(err) {
 		return item, false
 	}
-	var procs []hostProcess
+	var procs []process.Record
 	if err == nil {
 		err = json.Unmarshal(b, &procs)
 	}
@@ -66,7 +59,7 @@ func (x *Execution) stopSandbox() (item CleanupItem, ok bool) {
 	}
 	var stopped, failed []string
 	for _, p := range procs {
-		alive, err := headless.Stop(p.PID, p.StartTime, 5*time.Second)
+		alive, err := process.Stop(p.PID, p.StartTime, 5*time.Second)
 		switch {
 		case err != nil:
 			failed = append(failed, fmt.Sprintf("pid %d: %v", p.PID, err))

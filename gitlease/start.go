@@ -182,10 +182,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if sup, err = supervisorFor(repo, sup.Name(), x.RunDir()); err != nil {
 		return x, x.fail(ctx, err.Error(), err)
 	}
-	if sup.Name() == "headless" && !opts.Detach {
+	if h, ok := sup.(headless.Supervisor); ok && !opts.Detach {
 		// The command itself is the runner.
-		self := headless.Supervisor{Dir: x.RunDir()}.Endpoint(string(id))
-		return x, x.runAgent(ctx, provider, sup, self, opts.Output, progress)
+		return x, x.runAgent(ctx, provider, sup, h.Endpoint(string(id)), opts.Output, progress)
 	}
 	if err := x.handOff(ctx, sup); err != nil {
 		return x, err

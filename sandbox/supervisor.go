@@ -36,6 +36,9 @@ type Supervisor interface {
 	Start(ctx context.Context, id string, argv []string, dir string, env []string) (Endpoint, error)
 	// Alive reports whether the endpoint's runner is still the one started.
 	Alive(ctx context.Context, e Endpoint) (bool, error)
+	// AsAgent is the supervisor showing the runner as the agent kind
+	// (a preset's, such as "claude"); "" keeps what it shows.
+	AsAgent(kind string) Supervisor
 	// Report tells the supervisor the agent's state (working, blocked,
 	// done) with an optional message (a blocked agent's question).
 	Report(ctx context.Context, e Endpoint, state, message string) error

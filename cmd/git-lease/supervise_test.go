@@ -21,8 +21,8 @@ import (
 	"github.com/git-lease/git-lease/refs/refstest"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
-	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/herdr"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // logEvents lists a lease log's events and transitions, oldest first:
@@ -411,7 +411,7 @@ func TestKilledRunnerLeavesAReviewablePartialResult(t *testing.T) {
 	})
 	repair := mustRun(t, dir, "reconcile")
 	for _, h := range holders {
-		if headless.ProcessAlive(h.PID, h.StartTime) {
+		if process.Alive(h.PID, h.StartTime) {
 			t.Fatalf("sandbox process %d outlived its runner and reconcile", h.PID)
 		}
 	}
@@ -569,9 +569,9 @@ func TestCleanupRecordsWhatItDiscards(t *testing.T) {
 
 // sandboxHolders reads the processes a lease recorded as holding its
 // sandbox (sandbox.json in its run directory).
-func sandboxHolders(t *testing.T, run string) []headless.Runner {
+func sandboxHolders(t *testing.T, run string) []process.Record {
 	t.Helper()
-	var procs []headless.Runner
+	var procs []process.Record
 	b, err := os.ReadFile(filepath.Join(run, "sandbox.json"))
 	if err != nil || json.Unmarshal(b, &procs) != nil {
 		t.Fatalf("sandbox.json: %v %s", err, b)
@@ -581,7 +581,7 @@ func sandboxHolders(t *testing.T, run string) []headless.Runner {
 
 // lingering starts a process of the test's that stands in for one a lease
 // left running, and returns it with its start time.
-func lingering(t *testing.T) headless.Runner {
+func lingering(t *testing.T) process.Record {
 	t.Helper()
 	linger := exec.Command("sleep", "300")
 	if err := linger.Start(); err != nil {
@@ -590,11 +590,11 @@ func lingering(t *testing.T) headless.Runner {
 	exited := make(chan struct{})
 	go func() { linger.Wait(); close(exited) }()
 	t.Cleanup(func() { linger.Process.Kill(); <-exited })
-	start, err := headless.StartTime(linger.Process.Pid)
+	start, err := process.StartTime(linger.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return headless.Runner{PID: linger.Process.Pid, StartTime: start}
+	return process.Record{PID: linger.Process.Pid, StartTime: start}
 }
 
 // TestCleanupConfirmsTheSandboxIsGone: a process that holds a lease's
@@ -606,17 +606,17 @@ func TestCleanupConfirmsTheSandboxIsGone(t *testing.T) {
 	dir := faultRepo(t)
 	id := startLease(t, dir, "echo done > d.txt")
 	run := filepath.Join(dir, ".git", "lease", "runs", id)
-	if holders := sandboxHolders(t, run); len(holders) != 2 || headless.ProcessAlive(holders[0].PID, holders[0].StartTime) {
+	if holders := sandboxHolders(t, run); len(holders) != 2 || process.Alive(holders[0].PID, holders[0].StartTime) {
 		t.Fatalf("the sandbox of a finished lease: %+v", holders)
 	}
 	p := lingering(t)
-	b, _ := json.Marshal([]headless.Runner{p})
+	b, _ := json.Marshal([]process.Record{p})
 	writeFile(t, filepath.Join(run, "sandbox.json"), string(b), 0o600)
 	out := mustRun(t, dir, "cleanup", id)
 	if !regexp.MustCompile(fmt.Sprintf(`sandbox-processes +stopped +pid %d`, p.PID)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {
 		t.Fatalf("cleanup with a sandbox process alive:\n%s", out)
 	}
-	if headless.ProcessAlive(p.PID, p.StartTime) { // a zombie until the test reaps it
+	if process.Alive(p.PID, p.StartTime) { // a zombie until the test reaps it
 		t.Fatalf("the sandbox process still runs after cleanup confirmed")
 	}
 }
@@ -638,11 +638,11 @@ func TestCleanupConfirmsTheRunnerIsGone(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { linger.Wait(); close(exited) }()
 	t.Cleanup(func() { linger.Process.Kill(); <-exited })
-	start, err := headless.StartTime(linger.Process.Pid)
+	start, err := process.StartTime(linger.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(headless.Runner{PID: linger.Process.Pid, StartTime: start})
+	b, _ := json.Marshal(process.Record{PID: linger.Process.Pid, StartTime: start})
 	writeFile(t, filepath.Join(dir, ".git", "lease", "runs", id, "runner.json"), string(b), 0o600)
 	out := mustRun(t, dir, "cleanup", id)
 	if !regexp.MustCompile(fmt.Sprintf(`runner +stopped +pid %d`, linger.Process.Pid)).MatchString(out) || !strings.Contains(out, "cleanup confirmed") {

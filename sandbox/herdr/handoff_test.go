@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/git-lease/git-lease/sandbox"
-	"github.com/git-lease/git-lease/sandbox/headless"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // startRunner starts a stand-in runner for lease id under sup: a pane
@@ -29,11 +29,11 @@ func startRunner(t *testing.T, sup *Supervisor, id string) (sandbox.Endpoint, in
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0
 	})
-	st, err := headless.StartTime(pid)
+	st, err := process.StartTime(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(headless.Runner{PID: pid, StartTime: st})
+	b, _ := json.Marshal(process.Record{PID: pid, StartTime: st})
 	if err := os.WriteFile(filepath.Join(sup.RunDir, "runner.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}

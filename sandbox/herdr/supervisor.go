@@ -2,14 +2,11 @@ package herdr
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/git-lease/git-lease/sandbox"
-	"github.com/git-lease/git-lease/sandbox/headless"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // Supervisor runs a lease's runner in a Herdr pane: a new workspace
@@ -39,6 +36,16 @@ func NewSupervisor(session, agentKind, runDir string) (*Supervisor, error) {
 
 // Name is "herdr".
 func (*Supervisor) Name() string { return "herdr" }
+
+// AsAgent is a copy of s that reports the pane's agent as kind.
+func (s *Supervisor) AsAgent(kind string) sandbox.Supervisor {
+	if kind == "" {
+		return s
+	}
+	c := *s
+	c.AgentKind = kind
+	return &c
+}
 
 // Check pings the server and checks its version; it fails closed.
 func (s *Supervisor) Check(ctx context.Context) error {
@@ -110,12 +117,10 @@ func (s *Supervisor) identify(ctx context.Context, e sandbox.Endpoint) (paneStat
 	if s.RunDir == "" {
 		return paneUnknown, nil
 	}
-	b, err := os.ReadFile(filepath.Join(s.RunDir, "runner.json"))
-	var r headless.Runner
-	if err != nil || json.Unmarshal(b, &r) != nil || r.PID <= 0 {
+	switch _, ok, alive := process.Runner(s.RunDir); {
+	case !ok:
 		return paneUnknown, nil
-	}
-	if headless.ProcessAlive(r.PID, r.StartTime) {
+	case alive:
 		return paneHandoff, nil
 	}
 	return paneLeftover, nil
