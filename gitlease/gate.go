@@ -300,7 +300,7 @@ func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sand
 	if err != nil {
 		return err
 	}
-	unlock, err := lockGateStore()
+	unlock, err := lockGateStore(want.Provider, want.Supervisor)
 	if err != nil {
 		return err
 	}
@@ -319,25 +319,28 @@ func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sand
 		if r, err = runGate(ctx, repo, want, check.Progress); err != nil {
 			return err
 		}
+		data = encodeGateRecord(r)
 		if !r.Passed {
+			if err := recordGate(ctx, repo, data, r); err != nil {
+				return err
+			}
 			return fmt.Errorf("the feasibility gate failed for %s with %s (see above): no sandboxed start until %s passes", want.Provider, want.Supervisor, run)
 		}
-		data = encodeGateRecord(r)
 	}
 	return recordGate(ctx, repo, data, r)
 }
 
-// lockGateStore serializes gate checks of this user, so that two starts
-// that find no record run the gate once.
-func lockGateStore() (func(), error) {
-	dir, err := gateStoreDir()
+// lockGateStore serializes this user's gate checks of one provider and
+// supervisor, so that two starts that find no record run the gate once.
+func lockGateStore(provider, supervisor string) (func(), error) {
+	path, err := gateStorePath(provider, supervisor)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(strings.TrimSuffix(path, ".json")+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func RunGate(ctx context.Context, repo *refs.Repo, opts GateOptions) (*GateRecor
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockGateStore()
+	unlock, err := lockGateStore(want.Provider, want.Supervisor)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +240,7 @@ func (s *spike) run(ctx context.Context) []GatePoint {
 	steps := []func(context.Context) (string, error){s.seed, s.lifecycle, s.events, s.results, s.isolation, s.cleanup}
 	var points []GatePoint
 	for i, step := range steps {
+		began := time.Now()
 		evidence, err := step(ctx)
 		p := GatePoint{Name: gatePoints[i], Passed: err == nil, Evidence: evidence}
 		if err != nil {
@@ -250,7 +251,7 @@ func (s *spike) run(ctx context.Context) []GatePoint {
 		if !p.Passed {
 			mark = "FAIL"
 		}
-		fmt.Fprintf(s.progress, "gate: %s %-9s %s\n", mark, p.Name, p.Evidence)
+		fmt.Fprintf(s.progress, "gate: %s %-9s (%.1fs) %s\n", mark, p.Name, time.Since(began).Seconds(), p.Evidence)
 		if !p.Passed {
 			break
 		}
