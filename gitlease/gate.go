@@ -157,6 +157,10 @@ func kernelRelease() (string, error) {
 	return string(b), nil
 }
 
+// executableDigest is the sha256 of the git-lease executable. Hashing it
+// costs about 60 ms of CPU per start, so the digest is kept in this user's
+// gate store under the file's identity and times: replacing or rewriting
+// the file changes its inode or ctime, which no one can set back.
 func executableDigest() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -167,11 +171,36 @@ func executableDigest() (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("%d %d %d %d.%d %d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+	dir, err := gateStoreDir()
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Join(dir, "executable")
+	if b, err := os.ReadFile(cache); err == nil {
+		if known, digest, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && known == id {
+			return digest, nil
+		}
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	// A cache, renamed into place whole: failing to keep it costs a hash
+	// next time.
+	os.MkdirAll(dir, 0o700)
+	if tmp, err := os.CreateTemp(dir, ".executable-*"); err == nil {
+		_, err = tmp.WriteString(id + "\n" + digest + "\n")
+		if tmp.Close() != nil || err != nil || os.Rename(tmp.Name(), cache) != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	return digest, nil
 }
 
 // readGateRecord reads this user's record for a provider and supervisor;
