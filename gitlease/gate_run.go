@@ -280,6 +280,7 @@ a=gate-agent; a="$a-a-%[1]s"
 echo mark > gate-agent-b-%[1]s.txt
 find / -path /proc -prune -o -name "gate-agent-b-%[1]s.txt" -print 2>/dev/null | grep -q . && echo "found:own-file"
 find / -path /proc -prune -o -name "$a.txt" -print 2>/dev/null | grep -q . && echo "sees:a-file"
+for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null | grep -qF "gate-agent-b-%[1]s" && echo "found:own-process"; done
 for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null | grep -qF "$a" && echo "sees:a-process"; done
 [ -e "$host" ] && echo "sees:host-checkout"
 [ -n "$SSH_AUTH_SOCK" ] && echo "sees:ssh-agent"
@@ -495,20 +496,20 @@ func (s *spike) results(ctx context.Context) (string, error) {
 	return fmt.Sprintf("lease B: result %s with out.txt only, patch %s, check passed in a fresh sandbox; its agent saw no host checkout or ssh agent", r.Commit[:12], r.PatchDigest), nil
 }
 
-// isolation: B, run while A was blocked, found its own file but neither
-// A's file nor A's processes.
+// isolation: B, run while A was blocked, found its own file and process
+// (so its searches work) but neither A's file nor A's processes.
 func (s *spike) isolation(ctx context.Context) (string, error) {
 	out, err := s.logs(ctx, s.b)
 	if err != nil {
 		return "", err
 	}
 	switch {
-	case !strings.Contains(out, "found:own-file"):
-		return "", fmt.Errorf("lease B's search found not even its own file, so it proves nothing:\n%s", out)
+	case !strings.Contains(out, "found:own-file") || !strings.Contains(out, "found:own-process"):
+		return "", fmt.Errorf("lease B's search found not even its own file and process, so it proves nothing:\n%s", out)
 	case strings.Contains(out, "sees:"):
 		return "", fmt.Errorf("lease B saw lease A:\n%s", out)
 	}
-	return "lease B ran while A was blocked: it found its own marker file but neither A's file nor A's processes", nil
+	return "lease B ran while A was blocked: it found its own marker file and process but neither A's file nor A's processes", nil
 }
 
 // cleanup: cleanup confirms both leases' runtime resources gone, their

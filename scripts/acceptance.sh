@@ -108,6 +108,7 @@ grep -qa ACCEPT""ANCE_TOKEN /proc/[0-9]*/environ 2>/dev/null && echo LEAK:proc-e
 [ -n "\${SSH_AUTH_SOCK:-}" ] && echo LEAK:ssh-agent
 find / -path /proc -prune -o -name work-$n.txt -print 2>/dev/null | grep -q . && echo found:own-work
 find / -path /proc -prune -o -name work-$other.txt -print 2>/dev/null | grep -q . && echo LEAK:other-work
+grep -qa acceptance-agent-$n /proc/[0-9]*/cmdline 2>/dev/null && echo found:own-process
 m=acceptance-agent; grep -qa "\$m-$other" /proc/[0-9]*/cmdline 2>/dev/null && echo LEAK:other-process
 [ "\$(awk -F: 'NR > 2 { gsub(/ /, "", \$1); print \$1 }' /proc/net/dev)" = lo ] || echo LEAK:network-interface
 curl -s --max-time 3 http://1.1.1.1/ >/dev/null 2>&1 && echo LEAK:network
@@ -139,7 +140,7 @@ waitfor "both agents to probe" both probed
 for id in "$one" "$two"; do
 	out=$(git lease logs --raw "$id")
 	grep -q destroyed:own-copy <<<"$out" || die "lease $id did not destroy its copy: $out"
-	grep -q found:own-work <<<"$out" || die "lease $id's search found not even its own work: $out"
+	grep -q found:own-work <<<"$out" && grep -q found:own-process <<<"$out" || die "lease $id's searches found not even its own work and process: $out"
 	! grep LEAK <<<"$out" || die "lease $id observed the above"
 done
 [ "$(git status --porcelain)" = " M README" ] && [ -z "$(git ls-files --others --exclude-standard)" ] || die "the host checkout changed: $(git status --porcelain)"
