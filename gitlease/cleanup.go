@@ -154,15 +154,18 @@ func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
 		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
-	if alive, _ := sup.Alive(ctx, *e); !alive {
-		item.Action = ActionAbsent
-		return item
-	}
+	// Close even an endpoint whose runner is gone: a Herdr restart leaves
+	// the lease's pane behind with a new terminal, which Close tells from
+	// someone else's pane and closes.
+	alive, _ := sup.Alive(ctx, *e)
 	if err := sup.Close(ctx, *e); err != nil {
 		item.Action, item.Detail = ActionFailed, err.Error()
 		return item
 	}
 	item.Action = ActionRemoved
+	if !alive {
+		item.Action = ActionAbsent
+	}
 	return item
 }
 

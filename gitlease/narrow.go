@@ -154,6 +154,7 @@ var narrowing = map[string]narrowRule{
 	"crabbox.pass_env":       trustedOnly("it lets variables of your environment steer crabbox"),
 	"bases.max_age":          trustedOnly(sharedBases),
 	"bases.max_bytes":        trustedOnly(sharedBases),
+	"gate":                   trustedOnly("the feasibility gate is this machine's, not a repository's"),
 	"agents":                 trustedOnly(namesYourMachine),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),

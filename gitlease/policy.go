@@ -43,6 +43,12 @@ type Policy struct {
 	// trusted policy only, and no record holds it (it is no lease's).
 	Bases BasesPolicy `toml:"bases" json:"-"`
 
+	// Gate says what a sandboxed start does when no passing feasibility
+	// gate matches its setup: "run" it first (the default) or "require"
+	// one, refusing with the command to run. Trusted policy only, and no
+	// record holds it (it is the machine's, not a lease's).
+	Gate string `toml:"gate" json:"-"`
+
 	// Bwrap applies when Provider is "bwrap".
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
@@ -123,6 +129,7 @@ func DefaultPolicy() Policy {
 			Protected: slices.Clone(verify.DefaultProtected), AcceptAtApply: []string{},
 		},
 		Bases:   BasesPolicy{MaxAge: Duration(7 * 24 * time.Hour), MaxBytes: 20 << 30},
+		Gate:    "run",
 		Bwrap:   BwrapPolicy{SeccompAllow: []string{}, TolerateEscapes: []string{}},
 		Crabbox: defaultCrabbox(),
 	}
@@ -253,7 +260,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.
@@ -308,6 +315,9 @@ func (p Policy) clone() Policy {
 
 // validate checks settings that are wrong in themselves, wherever they came from.
 func (e *Effective) validate() error {
+	if e.Gate != "run" && e.Gate != "require" {
+		return fmt.Errorf("gate = %q (%s): use \"run\" or \"require\"", e.Gate, e.Sources["gate"])
+	}
 	switch e.Result.Symlinks {
 	case "inside", "none":
 	default:

@@ -54,6 +54,10 @@ type StartOptions struct {
 	Output io.Writer
 	// Progress receives one line per step (nil: discarded).
 	Progress io.Writer
+	// Gate, when set, gates a bwrap start on a passing feasibility gate
+	// record for its setup (see requireGate). The command line always sets
+	// it; in-process callers (this package's tests) test the sandbox itself.
+	Gate *GateCheck
 }
 
 // Start provisions a lease, runs the agent and collects its result, in the
@@ -134,6 +138,11 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
 		return nil, err
+	}
+	if opts.Gate != nil && provider.Name() == "bwrap" {
+		if err := requireGate(ctx, repo, provider.Name(), sup, policy, *opts.Gate); err != nil {
+			return nil, err
+		}
 	}
 	id, err := newID(repo)
 	if err != nil {

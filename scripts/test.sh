@@ -6,11 +6,11 @@
 # (ssh-keygen, ssh-agent) for the signing interoperability tests, curl for
 # the network attack tests (they skip without it), git-lfs for the test that
 # a result never runs a real filter driver (configured only in the test's own
-# repository; it skips without it).
+# repository; it skips without it), jq for scripts/acceptance.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/debian-packages.sh
-need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client curl=curl git-lfs=git-lfs
+need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client curl=curl git-lfs=git-lfs jq=jq
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...

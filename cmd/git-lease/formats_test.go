@@ -225,6 +225,8 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 	if f := refstest.Git(t, dir, "show", "refs/leases/"+quarantined+":findings.json"); !strings.Contains(f, `"attempt"`) {
 		t.Errorf("the quarantined lease's findings hold no escape attempt:\n%s", f)
 	}
+	// The gate record the first start copied from the user's store.
+	validate(t, schemas("gate.schema.json"), "gate.json", []byte(refstest.Git(t, dir, "show", "refs/lease-gates/bwrap/headless:gate.json")))
 	notes := refstest.Git(t, dir, "notes", "--ref", "leases", "list")
 	if notes == "" {
 		t.Fatal("no notes on result commits")

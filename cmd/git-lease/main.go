@@ -90,6 +90,7 @@ Example:
 			hookCommand(),
 			findingsCommand(),
 			doctorCommand(),
+			gateCommand(),
 			manCommand(),
 		},
 		ExitErrHandler:            func(*cli.Context, error) {},

@@ -64,6 +64,7 @@ Example:
 				Prompt: c.String("prompt"), PrivatePrompt: c.Bool("private-prompt"), TTY: c.Bool("tty"),
 				Supervisor: c.String("supervisor"), Detach: c.Bool("detach"),
 				Agent: c.String("agent"), Net: c.StringSlice("net"), Credentials: c.StringSlice("credential"),
+				Gate: &gitlease.GateCheck{Version: version, Progress: progress},
 			}
 			if f := c.String("prompt-file"); f != "" {
 				if opts.Prompt != "" {

@@ -309,6 +309,12 @@ func TestHerdrRestartFailsTheLeaseAndKeepsItsWork(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(upperDir(t, filepath.Join(dir, ".git", "lease", "runs", id)), "w.txt")); err != nil {
 		t.Fatalf("the agent's work was not kept: %v", err)
 	}
+	// The restart left the lease's pane with a new terminal: cleanup
+	// closes it.
+	mustRun(t, dir, "cleanup", id)
+	if _, err := (&herdr.Client{Socket: socket}).Get(context.Background(), l.Supervisor.PaneID); !errors.Is(err, herdr.ErrPaneNotFound) {
+		t.Fatalf("the lease's pane is still there after cleanup: %v", err)
+	}
 	noFocusCalls(t, requests)
 }
 

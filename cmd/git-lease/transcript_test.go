@@ -33,7 +33,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	if err := gateFixture(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	os.RemoveAll(gateRoot)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -5,6 +5,7 @@
 // result shapes, and runs pane commands as real processes.
 //
 //	herdr-standin [-socket PATH] [-log FILE] [-protocol N] [-version V] [-live-handoff=B]
+//	herdr-standin -call METHOD [-socket PATH]
 //
 //	-socket        Unix socket to listen on (default $HERDR_SOCKET_PATH)
 //	-log           append the method name of every request to FILE, one a line
@@ -14,6 +15,9 @@
 //	-version       the version ping reports (default 0.8.2)
 //	-live-handoff  ping's capabilities.live_handoff (default true, as Herdr on
 //	               Unix)
+//	-call          be a client instead: send METHOD (such as standin.restart)
+//	               with no parameters to the server at -socket, print its
+//	               answer and exit, 1 on an error answer (for scripts)
 //
 // Framing, as Herdr: one request per connection, one JSON line of at most
 // 1 MiB that must arrive within 5 s, answered by one line with the same id:
@@ -83,9 +87,14 @@ func main() {
 	protocol := flag.Int("protocol", 20, "protocol number ping reports")
 	version := flag.String("version", "0.8.2", "version ping reports")
 	handoff := flag.Bool("live-handoff", true, "ping's capabilities.live_handoff")
+	call := flag.String("call", "", "send this method to the server at -socket and print its answer")
 	flag.Parse()
 	if *socket == "" {
 		fatal(fmt.Errorf("no socket: pass -socket or set HERDR_SOCKET_PATH"))
+	}
+	if *call != "" {
+		callServer(*socket, *call)
+		return
 	}
 	s := newServer(*socket, *protocol)
 	s.version, s.liveHandoff = *version, *handoff
@@ -119,6 +128,25 @@ func main() {
 			return
 		}
 		go s.serve(conn)
+	}
+}
+
+// callServer sends method to the server at socket, prints its answer and
+// exits 1 when the answer is an error.
+func callServer(socket, method string) {
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, `{"id":"call","method":%q,"params":{}}`+"\n", method)
+	answer, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		fatal(err)
+	}
+	fmt.Print(answer)
+	if strings.Contains(answer, `"error"`) {
+		os.Exit(1)
 	}
 }
 

@@ -1,0 +1,40 @@
+package gitlease
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExecutableDigestIsKeptUnderTheFilesIdentity: the digest a start
+// matches gate records by is the executable's sha256, recomputed whenever
+// the cached one was kept for another file or another version of it.
+func TestExecutableDigestIsKeptUnderTheFilesIdentity(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	self, err := os.Executable()
+	must(t, err)
+	b, err := os.ReadFile(self)
+	must(t, err)
+	sum := sha256.Sum256(b)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	if got, err := executableDigest(); err != nil || got != want {
+		t.Fatalf("digest %s (%v), want %s", got, err, want)
+	}
+	cache := filepath.Join(os.Getenv("XDG_STATE_HOME"), "git-lease", "gate", "executable")
+	kept, err := os.ReadFile(cache)
+	must(t, err)
+	id, _, _ := strings.Cut(string(kept), "\n")
+	// The cache is what a start reads…
+	must(t, os.WriteFile(cache, []byte(id+"\nsha256:cached\n"), 0o600))
+	if got, _ := executableDigest(); got != "sha256:cached" {
+		t.Fatalf("the cached digest was not used: %s", got)
+	}
+	// …only for the same file as it was: another inode or ctime hashes again.
+	must(t, os.WriteFile(cache, []byte("1 2 3 4.5 6.7\nsha256:cached\n"), 0o600))
+	if got, _ := executableDigest(); got != want {
+		t.Fatalf("a cache kept for another file was used: %s", got)
+	}
+}
