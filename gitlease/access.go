@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/git-lease/git-lease/sandbox/netproxy"
 )
@@ -14,8 +15,10 @@ var (
 	// envName is a credential's or a preset variable's name.
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// agentName is a preset's name, and a Herdr agent kind (Herdr's own
-	// rule for agent IDs).
-	agentName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	// rule for agent IDs), compiled on first use: its counted repetition
+	// compiles into a program of one node per count, milliseconds that
+	// every start of the binary (the sandbox's init included) would pay.
+	agentName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`) })
 )
 
 // validateAccess checks the settings that reach outside the sandbox:
@@ -48,11 +51,11 @@ func (e *Effective) validateAccess() error {
 // validate checks a preset's own settings.
 func (p namedPreset) validate() error {
 	switch {
-	case !agentName.MatchString(p.Name):
+	case !agentName().MatchString(p.Name):
 		return errors.New("name it with lowercase letters, digits and '-', starting with a letter")
 	case len(p.Command) == 0 || p.Command[0] == "":
 		return errors.New(`command is empty: give the argv that starts the agent, as in command = ["claude", "-p", "{prompt}"]`)
-	case p.HerdrAgent != "" && !agentName.MatchString(p.HerdrAgent):
+	case p.HerdrAgent != "" && !agentName().MatchString(p.HerdrAgent):
 		return fmt.Errorf("herdr_agent = %q: Herdr names agents with lowercase letters, digits and '-'", p.HerdrAgent)
 	}
 	for _, ro := range p.ReadOnly {

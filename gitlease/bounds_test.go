@@ -96,6 +96,19 @@ func TestSandboxAsUnprivilegedUser(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
+	// A supplementary group, as people have, for
+	// TestSandboxCannotWriteThroughSupplementaryGroups.
+	const extra = "gitlease-test-extra"
+	g, err := user.LookupGroup(extra)
+	if err != nil {
+		if out, err := exec.Command("groupadd", "--system", extra).CombinedOutput(); err != nil {
+			t.Skipf("cannot create a group: %v %s", err, out)
+		}
+		if g, err = user.LookupGroup(extra); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extraGID, _ := strconv.Atoi(g.Gid)
 	dir, err := os.MkdirTemp("", "git-lease-unprivileged-")
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +124,8 @@ func TestSandboxAsUnprivilegedUser(t *testing.T) {
 	must(t, os.WriteFile(bin, self, 0o755))
 	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestSandboxEscape|TestSandboxNetwork|TestSandboxCredential|TestSandboxPreset|TestSandboxLayered|TestConcurrent|TestBounds)", "-test.count=1")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8", groupFixtureEnv + "=" + groupFixture(t, extraGID)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(extraGID)}}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sandbox tests as %s (uid %d): %v\n%s", name, uid, err, out)

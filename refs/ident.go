@@ -26,16 +26,21 @@ type ident struct {
 // identity configured, git-lease signs as "git-lease <git-lease@localhost>".
 func (r *Repo) Identity() (object.Signature, error) {
 	r.mu.Lock()
-	if r.ident == nil {
-		id, err := r.readIdent()
-		if err != nil {
-			r.mu.Unlock()
-			return object.Signature{}, err
-		}
-		r.ident = id
-	}
 	id := r.ident
 	r.mu.Unlock()
+	if id == nil {
+		// Unlocked: reading it takes the configuration's lock.
+		read, err := r.readIdent()
+		if err != nil {
+			return object.Signature{}, err
+		}
+		r.mu.Lock()
+		if r.ident == nil {
+			r.ident = read
+		}
+		id = r.ident
+		r.mu.Unlock()
+	}
 	when := time.Now()
 	if id.pinned != nil {
 		when = *id.pinned
@@ -44,6 +49,9 @@ func (r *Repo) Identity() (object.Signature, error) {
 }
 
 func (r *Repo) readIdent() (*ident, error) {
+	if id := r.plainIdent(); id != nil {
+		return id, nil
+	}
 	out, err := r.Git(context.Background(), nil, "var", "GIT_COMMITTER_IDENT")
 	if err != nil {
 		if date := os.Getenv("GIT_COMMITTER_DATE"); date != "" {
@@ -73,4 +81,41 @@ func (r *Repo) Now() time.Time {
 		return time.Now().UTC()
 	}
 	return sig.When.UTC()
+}
+
+// plainIdent is the identity git var would print, read from the
+// environment and the configuration already read, without a git process
+// (one fewer before every lease's first record). It answers only where
+// git's rules are plain: both values set (GIT_COMMITTER_NAME, else
+// committer.name, else user.name; the same for the email) and clean, so
+// that git's trimming would leave them as they are, and no
+// GIT_COMMITTER_DATE, whose formats only git parses. Anything else is nil,
+// for git to answer.
+func (r *Repo) plainIdent() *ident {
+	if _, pinned := os.LookupEnv("GIT_COMMITTER_DATE"); pinned {
+		return nil
+	}
+	pick := func(env, committerKey, userKey string) string {
+		if v, set := os.LookupEnv(env); set {
+			return v
+		}
+		if v := r.Config(committerKey); v != "" {
+			return v
+		}
+		return r.Config(userKey)
+	}
+	name := pick("GIT_COMMITTER_NAME", "committer.name", "user.name")
+	email := pick("GIT_COMMITTER_EMAIL", "committer.email", "user.email")
+	if !cleanIdent(name) || !cleanIdent(email) {
+		return nil
+	}
+	return &ident{name: name, email: email}
+}
+
+// cleanIdent reports whether git keeps an identity value as it is: it
+// trims "crud" from both ends (controls, spaces and ,:;<>"\' — and, in
+// older versions, '.') and drops newlines and angle brackets anywhere.
+func cleanIdent(v string) bool {
+	crud := func(c byte) bool { return c <= ' ' || strings.IndexByte(".,:;<>\"\\'", c) >= 0 }
+	return v != "" && !crud(v[0]) && !crud(v[len(v)-1]) && !strings.ContainsAny(v, "<>\n")
 }

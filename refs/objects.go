@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -159,10 +161,17 @@ func (r *Repo) WriteCommit(tree plumbing.Hash, parents []plumbing.Hash, message 
 var ErrNoRevision = errors.New("unknown revision")
 
 // ResolveCommit resolves a revision (branch, tag, hash, HEAD~2 …) to a
-// commit with `git rev-parse`, which knows every revision syntax.
+// commit with `git rev-parse`, which knows every revision syntax. HEAD,
+// which every lease start resolves, is read without a git process where
+// its file is plain (see head).
 func (r *Repo) ResolveCommit(rev string) (plumbing.Hash, error) {
 	if rev == "" || rev[0] == '-' {
 		return plumbing.ZeroHash, fmt.Errorf("%q: %w", rev, ErrNoRevision)
+	}
+	if rev == "HEAD" {
+		if h, ok := r.headCommit(); ok {
+			return h, nil
+		}
 	}
 	out, err := r.GitAt(context.Background(), r.GitDir, nil, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	if err != nil {
@@ -177,12 +186,64 @@ func (r *Repo) BranchOf(rev string) string {
 	if rev == "" || rev[0] == '-' {
 		return ""
 	}
+	if rev == "HEAD" {
+		if branch, _, ok := r.head(); ok {
+			return branch
+		}
+	}
 	out, err := r.GitAt(context.Background(), r.GitDir, nil, nil, "rev-parse", "--symbolic-full-name", rev)
 	name := string(bytes.TrimSpace(out))
 	if err != nil || !strings.HasPrefix(name, "refs/heads/") {
 		return ""
 	}
 	return name
+}
+
+// head reads the checkout's own HEAD file (each worktree has one, in its
+// git directory) as git writes it: the branch it is on ("ref:
+// refs/heads/…"), or the commit it is detached at. ok is false for
+// anything else (a symbolic link, another kind of ref, a file git would
+// not write), which is left to git.
+func (r *Repo) head() (branch string, detached plumbing.Hash, ok bool) {
+	path := filepath.Join(r.GitDir, "HEAD")
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return "", plumbing.ZeroHash, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", plumbing.ZeroHash, false
+	}
+	line, ok := strings.CutSuffix(string(b), "\n")
+	if !ok {
+		return "", plumbing.ZeroHash, false
+	}
+	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
+		return name, plumbing.ZeroHash, strings.HasPrefix(name, "refs/heads/") && plumbing.ReferenceName(name).Validate() == nil
+	}
+	if len(line) == 40 && plumbing.IsHash(line) {
+		return "", plumbing.NewHash(line), true
+	}
+	return "", plumbing.ZeroHash, false
+}
+
+// headCommit is the commit HEAD is at, read as head reads it; ok is false
+// where git must answer (head could not read it, the branch is unborn,
+// the object is not a commit).
+func (r *Repo) headCommit() (plumbing.Hash, bool) {
+	branch, h, ok := r.head()
+	if ok && branch != "" {
+		var err error
+		if h, err = r.Ref(branch); err != nil {
+			return plumbing.ZeroHash, false
+		}
+	}
+	if !ok || h.IsZero() {
+		return plumbing.ZeroHash, false
+	}
+	if _, err := r.Commit(h); err != nil {
+		return plumbing.ZeroHash, false
+	}
+	return h, true
 }
 
 // CommitSignature returns a commit's signed payload (the commit without its

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // StatementType is the _type of every in-toto statement git-lease signs.
@@ -49,13 +50,16 @@ type Statement struct {
 	Predicate     json.RawMessage `json:"predicate"`
 }
 
-// digestRE gives the accepted form of each digest algorithm.
-var digestRE = map[string]*regexp.Regexp{
-	"sha1":      regexp.MustCompile(`^[0-9a-f]{40}$`),
-	"sha256":    regexp.MustCompile(`^[0-9a-f]{64}$`),
-	"gitCommit": regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`),
-	"gitTree":   regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`),
-}
+// digestRE gives the accepted form of each digest algorithm, compiled on
+// first use (see hexRE).
+var digestRE = sync.OnceValue(func() map[string]*regexp.Regexp {
+	return map[string]*regexp.Regexp{
+		"sha1":      regexp.MustCompile(`^[0-9a-f]{40}$`),
+		"sha256":    regexp.MustCompile(`^[0-9a-f]{64}$`),
+		"gitCommit": regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`),
+		"gitTree":   regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`),
+	}
+})
 
 // NewStatement makes a statement of predicateType about subjects, encoding
 // predicate (a struct or map that encodes as a JSON object) as its
@@ -106,7 +110,7 @@ func (st *Statement) check(wantPredicateType string) error {
 			return fmt.Errorf("%w: subject %q needs a name and a digest", ErrBadStatement, s.Name)
 		}
 		for _, alg := range slices.Sorted(maps.Keys(s.Digest)) {
-			re, ok := digestRE[alg]
+			re, ok := digestRE()[alg]
 			if !ok || !re.MatchString(s.Digest[alg]) {
 				return fmt.Errorf("%w: subject %q: bad %s digest %q (known: gitCommit, gitTree, sha1, sha256; lowercase hex)", ErrBadStatement, s.Name, alg, s.Digest[alg])
 			}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 )
 
 // ManifestVersion is the version of the manifest format written today.
@@ -38,7 +39,10 @@ type Manifest struct {
 }
 
 var (
-	hexRE  = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	// hexRE is compiled on first use: a counted repetition compiles into
+	// a program of one node per count, milliseconds that every start of
+	// the binary (the sandbox's init included) would pay.
+	hexRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 	modeRE = regexp.MustCompile(`^(000000|100644|100755|120000|160000)$`)
 
 	// ErrBadManifest is returned for a manifest that does not parse or is inconsistent.
@@ -69,7 +73,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: version %d (this git-lease reads %d; upgrade it)", ErrBadManifest, m.Version, ManifestVersion)
 	}
 	for _, h := range []string{m.Base, m.BaseTree, m.ResultTree} {
-		if !hexRE.MatchString(h) {
+		if !hexRE().MatchString(h) {
 			return nil, fmt.Errorf("%w: bad hash %q", ErrBadManifest, h)
 		}
 	}
@@ -88,7 +92,7 @@ func (f FileChange) check() error {
 	if f.Path == "" {
 		return errors.New("empty path")
 	}
-	if !hexRE.MatchString(f.OldBlob) || !hexRE.MatchString(f.NewBlob) {
+	if !hexRE().MatchString(f.OldBlob) || !hexRE().MatchString(f.NewBlob) {
 		return errors.New("bad blob hash")
 	}
 	if !modeRE.MatchString(f.OldMode) || !modeRE.MatchString(f.NewMode) {

@@ -129,7 +129,7 @@ func (r *lineReader) file() (PatchFile, error) {
 func (f *PatchFile) parseIndex(idx string, modeLines bool) error {
 	blobs, mode, hasMode := strings.Cut(idx, " ")
 	f.OldBlob, f.NewBlob, _ = strings.Cut(blobs, "..")
-	if !hexRE.MatchString(f.OldBlob) || !hexRE.MatchString(f.NewBlob) {
+	if !hexRE().MatchString(f.OldBlob) || !hexRE().MatchString(f.NewBlob) {
 		return fmt.Errorf("index line %q needs two 40-digit blob names (use --full-index)", idx)
 	}
 	switch {

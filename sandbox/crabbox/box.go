@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/git-lease/git-lease/sandbox"
 )
@@ -26,7 +27,12 @@ const boxVersion = 1
 
 // boxID is the shape of the box IDs Crabbox prints (cbx_<hex> for most
 // providers; some use their own prefix, like blx_ or vsbx_).
-var boxID = regexp.MustCompile(`^[a-z][a-z0-9]*_[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// Compiled on first use: a counted repetition compiles into a program
+// of one node per count, milliseconds that every start of the binary (the
+// sandbox's init included) would pay.
+var boxID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z][a-z0-9]*_[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+})
 
 // Identity returns the ID of the Crabbox box leased for spec, as Create
 // recorded it (cbx_<execution ID> when the provider took the requested ID,
@@ -48,7 +54,7 @@ func readBox(spec sandbox.Spec) (box, error) {
 	if err != nil {
 		return b, err
 	}
-	if err := json.Unmarshal(data, &b); err != nil || b.Version != boxVersion || !boxID.MatchString(b.ID) {
+	if err := json.Unmarshal(data, &b); err != nil || b.Version != boxVersion || !boxID().MatchString(b.ID) {
 		return box{}, fmt.Errorf("lease %s: %s is not a box record of version %d", spec.ID, layout(spec).box, boxVersion)
 	}
 	return b, nil
@@ -104,7 +110,7 @@ func (p Provider) claimed(ctx context.Context, spec sandbox.Spec) ([]string, err
 	}
 	var ids []string
 	for _, claim := range out.Claims {
-		if !boxID.MatchString(claim.LeaseID) {
+		if !boxID().MatchString(claim.LeaseID) {
 			return nil, fmt.Errorf("crabbox lists a claim with a malformed lease ID %q", claim.LeaseID)
 		}
 		ids = append(ids, claim.LeaseID)

@@ -42,6 +42,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -104,10 +105,12 @@ func (Provider) Sandboxed() bool { return true }
 // the user's own hosts, with no isolation at all.
 var staticSSH = []string{"ssh", "static", "static-ssh"}
 
-var (
-	providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	executionID  = regexp.MustCompile(`^[0-9a-f]{12}$`)
-)
+// providerName is compiled on first use: a counted repetition compiles into a program
+// of one node per count, milliseconds that every start of the binary (the
+// sandbox's init included) would pay.
+var providerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
+
+var executionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // Check refuses, before anything is created, a Crabbox provider that
 // trusted policy does not count as sandboxed and a missing crabbox binary.
@@ -131,7 +134,7 @@ func (p Provider) check(spec sandbox.Spec) error {
 
 func (p Provider) checkProvider() error {
 	switch {
-	case !providerName.MatchString(p.CrabboxProvider):
+	case !providerName().MatchString(p.CrabboxProvider):
 		return fmt.Errorf("%w: crabbox provider %q is not a provider name; set crabbox.provider in trusted policy (for example local-container)", sandbox.ErrUnavailable, p.CrabboxProvider)
 	case slices.Contains(staticSSH, p.CrabboxProvider) && !p.testOnlyStaticSSH:
 		return fmt.Errorf("%w: crabbox provider %q is static SSH, which runs the agent on an existing host with no isolation; pick a provider that isolates (for example local-container) or use --mode trusted_local knowingly", sandbox.ErrUnavailable, p.CrabboxProvider)

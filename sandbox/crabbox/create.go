@@ -151,7 +151,7 @@ func (p Provider) warmupOnce(ctx context.Context, spec sandbox.Spec, requested s
 			return
 		}
 		id = leased
-		if !boxID.MatchString(leased) {
+		if !boxID().MatchString(leased) {
 			recordErr = fmt.Errorf("crabbox leased a box with a malformed ID %q; stop it with crabbox by hand", leased)
 			return
 		}
