@@ -154,6 +154,7 @@ var narrowing = map[string]narrowRule{
 	"crabbox.pass_env":       trustedOnly("it lets variables of your environment steer crabbox"),
 	"bases.max_age":          trustedOnly(sharedBases),
 	"bases.max_bytes":        trustedOnly(sharedBases),
+	"revoke.reason":          trustedOnly("a revocation of every repository is the user's decision, not a commit's"),
 	"agents":                 trustedOnly(namesYourMachine),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),

@@ -107,6 +107,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+		return nil, err
+	}
 	provider, err := providerFor(opts.Mode, policy)
 	if err != nil {
 		return nil, err
