@@ -43,6 +43,10 @@ type Lease struct {
 	SnapshotOf string   `json:"snapshot_of,omitempty"`
 	Branch     string   `json:"branch"`
 	Mission    string   `json:"mission,omitempty"`
+	// Parent is the lease this one is a child of (start --parent);
+	// Children, the leases started as its children, in order.
+	Parent   refs.ID   `json:"parent,omitempty"`
+	Children []refs.ID `json:"children,omitempty"`
 	Command    []string `json:"command"`
 	// Dir is where the agent starts, relative to the top of the tree
 	// (slash-separated; empty for the top): the directory start ran in,
@@ -267,6 +271,11 @@ func parseLease(b []byte) (*Lease, error) {
 	}
 	if _, err := refs.ParseID(string(l.ID)); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)
+	}
+	for _, id := range append([]refs.ID{l.Parent}, l.Children...) {
+		if _, err := refs.ParseID(string(id)); err != nil && id != "" {
+			return nil, fmt.Errorf("lease.json: a parent or child: %w", err)
+		}
 	}
 	return &l, nil
 }

@@ -26,6 +26,9 @@ type StartOptions struct {
 	Mode    Mode
 	Base    string // revision; "" means HEAD
 	Mission string
+	// Parent makes the lease a child of that lease (an ID or a unique
+	// prefix): recorded in both logs, in the parent's mission.
+	Parent string
 	// Snapshot makes the checkout's uncommitted changes an explicit
 	// snapshot commit on top of HEAD and uses it as the base.
 	Snapshot bool
@@ -74,6 +77,14 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
 		return nil, err
+	}
+	var parent *Execution
+	if opts.Parent != "" {
+		p, err := parentOf(repo, opts.Parent, opts.Mission)
+		if err != nil {
+			return nil, err
+		}
+		parent, opts.Mission = p, p.Lease.Mission
 	}
 	rev := opts.Base
 	if rev == "" {
@@ -145,7 +156,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	now := repo.Now()
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
-		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
+		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission, Parent: parentID(parent),
 		Command: command, Dir: dir, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
@@ -170,6 +181,12 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
+	if parent != nil {
+		if err := parent.addChild(ctx, id); err != nil {
+			return x, x.fail(ctx, fmt.Sprintf("recording the child in its parent's log: %v", err), err)
+		}
+		fmt.Fprintf(progress, "lease %s: a child of lease %s\n", id, parent.Lease.ID)
+	}
 	if repo.Prefix != dir {
 		fmt.Fprintf(progress, "lease %s: %s/ is not a directory of the base: the agent starts at the top of the tree\n", id, repo.Prefix)
 	}
