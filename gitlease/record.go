@@ -40,14 +40,14 @@ type Lease struct {
 	BaseRef   string  `json:"base_ref,omitempty"`
 	// SnapshotOf is set when the base is a snapshot of uncommitted changes:
 	// the commit (HEAD then) that the snapshot's parent is.
-	SnapshotOf string   `json:"snapshot_of,omitempty"`
-	Branch     string   `json:"branch"`
-	Mission    string   `json:"mission,omitempty"`
+	SnapshotOf string `json:"snapshot_of,omitempty"`
+	Branch     string `json:"branch"`
+	Mission    string `json:"mission,omitempty"`
 	// Parent is the lease this one is a child of (start --parent);
 	// Children, the leases started as its children, in order.
 	Parent   refs.ID   `json:"parent,omitempty"`
 	Children []refs.ID `json:"children,omitempty"`
-	Command    []string `json:"command"`
+	Command  []string  `json:"command"`
 	// Dir is where the agent starts, relative to the top of the tree
 	// (slash-separated; empty for the top): the directory start ran in,
 	// when the base has it.
