@@ -225,13 +225,14 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		t.Fatalf("a failing agent's lease did not fail (%v):\n%s", err, out)
 	}
 	mustRun(t, dir, "collect", "--partial", partial)
-	for _, id := range []string{applied, rejected, quarantined, partial} {
+	child := leaseID(mustRun(t, dir, "start", "-q", "--parent", applied, "--", "sh", "-c", "echo child > e.txt"))
+	for _, id := range []string{applied, rejected, quarantined, partial, child} {
 		mustRun(t, dir, "cleanup", id)
 	}
 
 	schemas := loadSchemas(t)
 	seen := map[string]bool{}
-	for _, id := range []string{applied, rejected, quarantined, partial} {
+	for _, id := range []string{applied, rejected, quarantined, partial, child} {
 		for _, commit := range strings.Split(refstest.Git(t, dir, "rev-list", "refs/leases/"+id), "\n") {
 			checkLogCommit(t, dir, schemas, id, commit)
 		}
@@ -244,6 +245,9 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		if !seen[path] {
 			t.Errorf("no lease log holds %s: the scenario no longer makes it", path)
 		}
+	}
+	if l := refstest.Git(t, dir, "show", "refs/leases/"+applied+":lease.json"); !strings.Contains(l, `"children"`) {
+		t.Errorf("the parent's record names no children:\n%s", l)
 	}
 	if l := refstest.Git(t, dir, "show", "refs/leases/"+rejected+":lease.json"); !strings.Contains(l, `"agent_env"`) {
 		t.Errorf("the preset's lease records no agent_env:\n%s", l)
