@@ -47,7 +47,10 @@ type Lease struct {
 	// Children, the leases started as its children, in order.
 	Parent   refs.ID   `json:"parent,omitempty"`
 	Children []refs.ID `json:"children,omitempty"`
-	Command  []string  `json:"command"`
+	// ReadOnlyWork is set for start --read-only: the agent's /work was its
+	// base, read-only, so its result is empty and its output the evidence.
+	ReadOnlyWork bool     `json:"read_only_work,omitempty"`
+	Command      []string `json:"command"`
 	// Dir is where the agent starts, relative to the top of the tree
 	// (slash-separated; empty for the top): the directory start ran in,
 	// when the base has it.

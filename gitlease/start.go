@@ -29,6 +29,9 @@ type StartOptions struct {
 	// Parent makes the lease a child of that lease (an ID or a unique
 	// prefix): recorded in both logs, in the parent's mission.
 	Parent string
+	// ReadOnly runs the agent on its base with /work read-only (bwrap
+	// only): a reviewer or a test runner, whose output is its evidence.
+	ReadOnly bool
 	// Snapshot makes the checkout's uncommitted changes an explicit
 	// snapshot commit on top of HEAD and uses it as the base.
 	Snapshot bool
@@ -128,6 +131,9 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := provider.Check(); err != nil {
 		return nil, err
 	}
+	if opts.ReadOnly && provider.Name() != "bwrap" {
+		return nil, fmt.Errorf("--read-only needs the bwrap provider, which mounts /work read-only; this lease's is %s", provider.Name())
+	}
 	command, creds, err := prepareLaunch(policy, opts, provider.Sandboxed())
 	if err != nil {
 		return nil, err
@@ -156,7 +162,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	now := repo.Now()
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
-		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission, Parent: parentID(parent),
+		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission, Parent: parentID(parent), ReadOnlyWork: opts.ReadOnly,
 		Command: command, Dir: dir, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
@@ -327,6 +333,7 @@ func (x *Execution) spec() sandbox.Spec {
 			return treeDistance(x.Repo, plumbing.NewHash(from), plumbing.NewHash(tree))
 		},
 		ReadOnly:               x.Lease.Policy.ReadOnly,
+		ReadOnlyWork:           x.Lease.ReadOnlyWork,
 		SeccompAllow:           x.Lease.Policy.Bwrap.SeccompAllow,
 		RequireEscapeRecording: x.Lease.Policy.Bwrap.RequireRecording,
 		Limits: sandbox.Limits{
