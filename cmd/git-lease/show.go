@@ -138,6 +138,9 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	if l.Parent != "" {
 		fmt.Fprintf(w, "parent:   %s\n", l.Parent)
 	}
+	if l.ReadOnlyWork {
+		fmt.Fprintf(w, "/work:    read-only (start --read-only): no result; the agent's output is the evidence (git lease logs %s)\n", l.ID.Short())
+	}
 	fmt.Fprintf(w, "command:  %s\n", escape.Line(strings.Join(l.Command, " ")))
 	if l.Dir != "" {
 		fmt.Fprintf(w, "dir:      %s/ (where the agent started)\n", escape.Line(l.Dir))
