@@ -175,6 +175,19 @@ func Revoke(ctx context.Context, repo *refs.Repo, opts RevokeOptions) (*RevokeOu
 		case x.StartedElsewhere():
 			outcome.Running = append(outcome.Running, RunningNow{x.Lease.ID, "started in another clone: revoke there, or push this revocation to it"})
 		default:
+			if x.Lease.State == Provisioning {
+				// A start that recorded its lease before this decision:
+				// it either stops at its own second look (start.go) or
+				// runs, and then it is canceled.
+				if err := x.awaitProvisioned(ctx); err != nil {
+					errs = append(errs, err)
+					outcome.Running = append(outcome.Running, RunningNow{x.Lease.ID, err.Error()})
+					continue
+				}
+				if x.Lease.State != Running {
+					continue
+				}
+			}
 			if opts.Progress != nil {
 				fmt.Fprintf(opts.Progress, "lease %s: canceling (revoked)\n", x.Lease.ID)
 			}
@@ -272,6 +285,27 @@ func checkRevoked(repo *refs.Repo, policy *Effective, mission string) error {
 		}
 		return fmt.Errorf("new leases are revoked for %s by %s at %s: %s; to lift it: %s",
 			r.Scope(), r.By, r.At.Format(time.RFC3339), r.Reason, lift)
+	}
+	return nil
+}
+
+// awaitProvisioned reloads x until it is no longer provisioning, for at
+// most a minute: long enough for a sandbox to be set up.
+func (x *Execution) awaitProvisioned(ctx context.Context) error {
+	for deadline := time.Now().Add(time.Minute); x.Lease.State == Provisioning; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lease %s is still provisioning after a minute: cancel it with git lease cancel once it runs", x.Lease.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		y, err := Load(x.Repo, x.Lease.ID)
+		if err != nil {
+			return err
+		}
+		*x = *y
 	}
 	return nil
 }

@@ -196,6 +196,12 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if repo.Prefix != dir {
 		fmt.Fprintf(progress, "lease %s: %s/ is not a directory of the base: the agent starts at the top of the tree\n", id, repo.Prefix)
 	}
+	// A revocation recorded since the check above: revoke lists the
+	// running leases only after recording itself, so a start that recorded
+	// its lease before that is canceled by it, and one after is stopped here.
+	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+		return x, x.fail(ctx, err.Error(), err)
+	}
 	fault("start:provisioning")
 	if opts.Prompt != "" {
 		if err := os.WriteFile(x.promptPath(), []byte(opts.Prompt), 0o644); err != nil {
