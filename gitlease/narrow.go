@@ -155,6 +155,7 @@ var narrowing = map[string]narrowRule{
 	"bases.max_age":          trustedOnly(sharedBases),
 	"bases.max_bytes":        trustedOnly(sharedBases),
 	"gate":                   trustedOnly("the feasibility gate is this machine's, not a repository's"),
+	"revoke.reason":          trustedOnly("a revocation of every repository is the user's decision, not a commit's"),
 	"agents":                 trustedOnly(namesYourMachine),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),

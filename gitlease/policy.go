@@ -49,6 +49,11 @@ type Policy struct {
 	// record holds it (it is the machine's, not a lease's).
 	Gate string `toml:"gate" json:"-"`
 
+	// Revoke, when its reason is set, refuses every new lease of every
+	// repository of this user (a revocation of them all); trusted policy
+	// only, and no record holds it.
+	Revoke RevokePolicy `toml:"revoke" json:"-"`
+
 	// Bwrap applies when Provider is "bwrap".
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
@@ -61,6 +66,11 @@ type Policy struct {
 type BasesPolicy struct {
 	MaxAge   Duration `toml:"max_age"`
 	MaxBytes Size     `toml:"max_bytes"`
+}
+
+// RevokePolicy is the [revoke] table: Reason is what a refused start says.
+type RevokePolicy struct {
+	Reason string `toml:"reason"`
 }
 
 // BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
@@ -260,7 +270,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate", "revoke.reason"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.

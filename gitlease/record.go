@@ -40,10 +40,17 @@ type Lease struct {
 	BaseRef   string  `json:"base_ref,omitempty"`
 	// SnapshotOf is set when the base is a snapshot of uncommitted changes:
 	// the commit (HEAD then) that the snapshot's parent is.
-	SnapshotOf string   `json:"snapshot_of,omitempty"`
-	Branch     string   `json:"branch"`
-	Mission    string   `json:"mission,omitempty"`
-	Command    []string `json:"command"`
+	SnapshotOf string `json:"snapshot_of,omitempty"`
+	Branch     string `json:"branch"`
+	Mission    string `json:"mission,omitempty"`
+	// Parent is the lease this one is a child of (start --parent);
+	// Children, the leases started as its children, in order.
+	Parent   refs.ID   `json:"parent,omitempty"`
+	Children []refs.ID `json:"children,omitempty"`
+	// ReadOnlyWork is set for start --read-only: the agent's /work was its
+	// base, read-only, so its result is empty and its output the evidence.
+	ReadOnlyWork bool     `json:"read_only_work,omitempty"`
+	Command      []string `json:"command"`
 	// Dir is where the agent starts, relative to the top of the tree
 	// (slash-separated; empty for the top): the directory start ran in,
 	// when the base has it.
@@ -286,6 +293,11 @@ func parseLease(b []byte) (*Lease, error) {
 	}
 	if _, err := refs.ParseID(string(l.ID)); err != nil {
 		return nil, fmt.Errorf("lease.json: %w", err)
+	}
+	for _, id := range append([]refs.ID{l.Parent}, l.Children...) {
+		if _, err := refs.ParseID(string(id)); err != nil && id != "" {
+			return nil, fmt.Errorf("lease.json: a parent or child: %w", err)
+		}
 	}
 	return &l, nil
 }

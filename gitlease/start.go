@@ -26,6 +26,12 @@ type StartOptions struct {
 	Mode    Mode
 	Base    string // revision; "" means HEAD
 	Mission string
+	// Parent makes the lease a child of that lease (an ID or a unique
+	// prefix): recorded in both logs, in the parent's mission.
+	Parent string
+	// ReadOnly runs the agent on its base with /work read-only (bwrap
+	// only): a reviewer or a test runner, whose output is its evidence.
+	ReadOnly bool
 	// Snapshot makes the checkout's uncommitted changes an explicit
 	// snapshot commit on top of HEAD and uses it as the base.
 	Snapshot bool
@@ -79,6 +85,14 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if _, err := Reconcile(ctx, repo, ReconcileOptions{Quick: true, Progress: opts.Progress}); err != nil {
 		return nil, err
 	}
+	var parent *Execution
+	if opts.Parent != "" {
+		p, err := parentOf(repo, opts.Parent, opts.Mission)
+		if err != nil {
+			return nil, err
+		}
+		parent, opts.Mission = p, p.Lease.Mission
+	}
 	rev := opts.Base
 	if rev == "" {
 		rev = "HEAD"
@@ -111,12 +125,18 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+		return nil, err
+	}
 	provider, err := providerFor(opts.Mode, policy)
 	if err != nil {
 		return nil, err
 	}
 	if err := provider.Check(); err != nil {
 		return nil, err
+	}
+	if opts.ReadOnly && provider.Name() != "bwrap" {
+		return nil, fmt.Errorf("--read-only needs the bwrap provider, which mounts /work read-only; this lease's is %s", provider.Name())
 	}
 	command, creds, err := prepareLaunch(policy, opts, provider.Sandboxed())
 	if err != nil {
@@ -151,7 +171,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	now := repo.Now()
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
-		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission,
+		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission, Parent: parentID(parent), ReadOnlyWork: opts.ReadOnly,
 		Command: command, Dir: dir, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
@@ -176,8 +196,20 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 		return nil, err
 	}
 	fmt.Fprintf(progress, "lease %s: provisioning %s lease on %s\n", id, x.Lease.Mode, base.String()[:12])
+	if parent != nil {
+		if err := parent.addChild(ctx, id); err != nil {
+			return x, x.fail(ctx, fmt.Sprintf("recording the child in its parent's log: %v", err), err)
+		}
+		fmt.Fprintf(progress, "lease %s: a child of lease %s\n", id, parent.Lease.ID)
+	}
 	if repo.Prefix != dir {
 		fmt.Fprintf(progress, "lease %s: %s/ is not a directory of the base: the agent starts at the top of the tree\n", id, repo.Prefix)
+	}
+	// A revocation recorded since the check above: revoke lists the
+	// running leases only after recording itself, so a start that recorded
+	// its lease before that is canceled by it, and one after is stopped here.
+	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+		return x, x.fail(ctx, err.Error(), err)
 	}
 	fault("start:provisioning")
 	if opts.Prompt != "" {
@@ -315,6 +347,7 @@ func (x *Execution) spec() sandbox.Spec {
 			return treeDistance(x.Repo, plumbing.NewHash(from), plumbing.NewHash(tree))
 		},
 		ReadOnly:               x.Lease.Policy.ReadOnly,
+		ReadOnlyWork:           x.Lease.ReadOnlyWork,
 		SeccompAllow:           x.Lease.Policy.Bwrap.SeccompAllow,
 		RequireEscapeRecording: x.Lease.Policy.Bwrap.RequireRecording,
 		Limits: sandbox.Limits{

@@ -9,6 +9,12 @@ import (
 // git log --notes=leases.
 const NotesRef = "refs/notes/leases"
 
+// RevocationsRef is the log of revocation decisions (git lease revoke): a
+// chain of signed commits like a lease log. It travels with push and fetch
+// beside the logs; fetch keeps the remote's under
+// refs/remotes/<remote>/lease-revocations/log.
+const RevocationsRef = "refs/lease-revocations/log"
+
 // notePaths are the places a note for object can be in a notes tree: flat,
 // or under git's two-character fan-out directory.
 func notePaths(object plumbing.Hash) []string {

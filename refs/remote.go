@@ -32,7 +32,7 @@ var (
 
 // PushLeases pushes the logs and review branches of ids (every ref under
 // refs/leases/ and refs/heads/lease/ when ids is empty) and
-// refs/notes/leases, when it exists, to remote in one atomic push: the
+// refs/notes/leases and RevocationsRef, when they exist, to remote in one atomic push: the
 // remote takes all of them or none. It never forces, so a remote whose log,
 // branch or notes moved on refuses with ErrPushRejected, followed by git's
 // reason lines, including the "remote: …" lines of the remote's hooks. The
@@ -77,12 +77,14 @@ func (r *Repo) pushSpecs(ids []ID) ([]string, error) {
 			specs = append(specs, id.BranchRef()+":"+id.BranchRef())
 		}
 	}
-	notes, err := r.Ref(NotesRef)
-	if err != nil {
-		return nil, err
-	}
-	if !notes.IsZero() {
-		specs = append(specs, NotesRef+":"+NotesRef)
+	for _, name := range []string{NotesRef, RevocationsRef} {
+		h, err := r.Ref(name)
+		if err != nil {
+			return nil, err
+		}
+		if !h.IsZero() {
+			specs = append(specs, name+":"+name)
+		}
 	}
 	return specs, nil
 }

@@ -146,6 +146,9 @@ func (r *Repo) FetchLeasesChecked(ctx context.Context, remote string, check func
 	if err != nil {
 		return nil, err
 	}
+	if updates, err = r.integrateRevocations(ctx, remote, rep, updates); err != nil {
+		return nil, err
+	}
 	if len(updates) > 0 {
 		if err := r.Update(ctx, "git lease fetch "+remote, updates...); err != nil {
 			return nil, fmt.Errorf("fetch from %s: nothing was integrated: %w", remote, err)
@@ -161,7 +164,9 @@ func (r *Repo) fetchTracking(ctx context.Context, remote string) error {
 	prefix := trackingPrefix(remote)
 	args := []string{"fetch", "--atomic", "--prune", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head",
 		"--refmap=", "--end-of-options", remote,
-		"+refs/leases/*:" + prefix + "leases/*", "+refs/heads/lease/*:" + prefix + "lease/*"}
+		"+refs/leases/*:" + prefix + "leases/*", "+refs/heads/lease/*:" + prefix + "lease/*",
+		// A pattern, so that a remote without revocations is no error.
+		"+refs/lease-revocations/*:" + prefix + "lease-revocations/*"}
 	_, err := r.remoteGit(ctx, append(args, "+"+NotesRef+":"+prefix+"notes/leases")...)
 	var ge *GitError
 	if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "couldn't find remote ref "+NotesRef) {
@@ -234,4 +239,24 @@ func (rep *FetchReport) record(out fetchOutcome, st RefState, updates []RefUpdat
 		return updates
 	}
 	return append(updates, RefUpdate{Name: st.Name, Old: st.Local, New: st.Remote})
+}
+
+// integrateRevocations adds the fetched RevocationsRef to rep and updates
+// like a lease log: created, fast-forwarded, or reported as diverged and
+// left. Whether its decisions verify is checked where they are read.
+func (r *Repo) integrateRevocations(ctx context.Context, remote string, rep *FetchReport, updates []RefUpdate) ([]RefUpdate, error) {
+	tracking := trackingPrefix(remote) + strings.TrimPrefix(RevocationsRef, "refs/")
+	fetched, err := r.Ref(tracking)
+	if err != nil || fetched.IsZero() {
+		return updates, err
+	}
+	if _, err := r.Commit(fetched); err != nil {
+		rep.Skipped = append(rep.Skipped, SkippedRef{tracking, "not a commit"})
+		return updates, nil
+	}
+	out, st, err := r.compareFetched(ctx, RevocationsRef, fetched)
+	if err != nil {
+		return nil, err
+	}
+	return rep.record(out, st, updates), nil
 }

@@ -66,6 +66,9 @@ func isStaleMessage(s string) bool {
 // checkRefName refuses names outside the namespaces git-lease writes, so that
 // no caller can be tricked into writing elsewhere.
 func checkRefName(name string) error {
+	if name == RevocationsRef {
+		return nil
+	}
 	for _, prefix := range []string{"refs/leases/", "refs/lease-gates/", "refs/heads/", "refs/notes/", "refs/remotes/"} {
 		if strings.HasPrefix(name, prefix) && plumbing.ReferenceName(name).Validate() == nil {
 			return nil

@@ -38,6 +38,10 @@ type Spec struct {
 	Limits Limits
 	// ReadOnly lists extra host paths the agent may read (never write).
 	ReadOnly []string
+	// ReadOnlyWork makes the agent's /work its base, read-only: an agent
+	// that only reads (a reviewer, a test runner) and changes nothing
+	// there. Its /tmp and home stay writable.
+	ReadOnlyWork bool
 	// ProxySocket, when set, is the host path of the Unix socket on which
 	// the lease's network proxy listens: the provider makes it the agent's
 	// only way out, through a forwarder on the sandbox's loopback that the

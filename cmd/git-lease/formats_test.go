@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
@@ -165,6 +166,31 @@ func checkLogCommit(t *testing.T, dir string, schemas func(string) *jsonschema.S
 	}
 }
 
+// A revocation decision's message, and its trailers.
+var (
+	revocationRE        = regexp.MustCompile(`^lease revocations: (revoke|lift) (this repository|mission \S.*)$`)
+	revocationTrailerRE = regexp.MustCompile(`^(Lease-Revocation|Lease-Scope|Lease-Policy|Lease-Reason): (.*)$`)
+)
+
+// checkRevocationCommit checks one decision of the revocation log: its
+// message and its tree, which holds revocations.json alone.
+func checkRevocationCommit(t *testing.T, dir string, schemas func(string) *jsonschema.Schema, commit string) {
+	t.Helper()
+	lines := strings.Split(refstest.Git(t, dir, "log", "-1", "--format=%B", commit), "\n")
+	if !revocationRE.MatchString(lines[0]) {
+		t.Errorf("revocation commit %s: subject %q is not a decision", commit, lines[0])
+	}
+	for _, l := range lines[1:] {
+		if l != "" && !revocationTrailerRE.MatchString(l) {
+			t.Errorf("revocation commit %s: %q is not a documented trailer", commit, l)
+		}
+	}
+	if files := refstest.Git(t, dir, "ls-tree", "-r", "--name-only", commit); files != "revocations.json" {
+		t.Errorf("revocation commit %s holds %q, not revocations.json alone", commit, files)
+	}
+	validate(t, schemas("revocations.schema.json"), commit[:12]+":revocations.json", []byte(refstest.Git(t, dir, "cat-file", "blob", commit+":revocations.json")))
+}
+
 // TestStoredFormatsMatchTheirSchemas runs leases through every kind of
 // record (a result with network evidence, apply, reject, a quarantined
 // result, cleanup) with the real binary, then checks every commit of every
@@ -199,13 +225,14 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 		t.Fatalf("a failing agent's lease did not fail (%v):\n%s", err, out)
 	}
 	mustRun(t, dir, "collect", "--partial", partial)
-	for _, id := range []string{applied, rejected, quarantined, partial} {
+	child := leaseID(mustRun(t, dir, "start", "-q", "--parent", applied, "--", "sh", "-c", "echo child > e.txt"))
+	for _, id := range []string{applied, rejected, quarantined, partial, child} {
 		mustRun(t, dir, "cleanup", id)
 	}
 
 	schemas := loadSchemas(t)
 	seen := map[string]bool{}
-	for _, id := range []string{applied, rejected, quarantined, partial} {
+	for _, id := range []string{applied, rejected, quarantined, partial, child} {
 		for _, commit := range strings.Split(refstest.Git(t, dir, "rev-list", "refs/leases/"+id), "\n") {
 			checkLogCommit(t, dir, schemas, id, commit)
 		}
@@ -219,6 +246,9 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 			t.Errorf("no lease log holds %s: the scenario no longer makes it", path)
 		}
 	}
+	if l := refstest.Git(t, dir, "show", "refs/leases/"+applied+":lease.json"); !strings.Contains(l, `"children"`) {
+		t.Errorf("the parent's record names no children:\n%s", l)
+	}
 	if l := refstest.Git(t, dir, "show", "refs/leases/"+rejected+":lease.json"); !strings.Contains(l, `"agent_env"`) {
 		t.Errorf("the preset's lease records no agent_env:\n%s", l)
 	}
@@ -227,6 +257,17 @@ func TestStoredFormatsMatchTheirSchemas(t *testing.T) {
 	}
 	// The gate record the first start copied from the user's store.
 	validate(t, schemas("gate.schema.json"), "gate.json", []byte(refstest.Git(t, dir, "show", "refs/lease-gates/bwrap/headless:gate.json")))
+	// Revocation decisions: a mission's, the repository's, a lift.
+	mustRun(t, dir, "revoke", "--mission", "T-1", "--reason", "scope changed")
+	mustRun(t, dir, "revoke", "--cancel", "--reason", "incident")
+	mustRun(t, dir, "unrevoke", "--mission", "T-1")
+	decisions := strings.Split(refstest.Git(t, dir, "rev-list", refs.RevocationsRef), "\n")
+	if len(decisions) != 3 {
+		t.Fatalf("%d revocation decisions recorded, want 3", len(decisions))
+	}
+	for _, commit := range decisions {
+		checkRevocationCommit(t, dir, schemas, commit)
+	}
 	notes := refstest.Git(t, dir, "notes", "--ref", "leases", "list")
 	if notes == "" {
 		t.Fatal("no notes on result commits")

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/git-lease/git-lease/refs"
 
 	"github.com/git-lease/git-lease/gitlease"
 	"github.com/git-lease/git-lease/gitlease/escape"
@@ -65,9 +68,10 @@ func runLs(mission, remote string, asJSON bool) error {
 	if asJSON {
 		return printJSON(os.Stdout, list)
 	}
+	list, depth := asTree(list)
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSTATE\tMODE\tBASE\tMISSION\tSUMMARY")
-	for _, l := range list {
+	for i, l := range list {
 		summary := l.Reason
 		if l.Result != nil && l.State != gitlease.Failed {
 			summary = l.Result.Summary + checksNote(l.Result.Checks)
@@ -97,9 +101,45 @@ func runLs(mission, remote string, asJSON bool) error {
 		}
 		// Mission and summary (a reason, the agent's message) are free
 		// text: one line each, no tab to break the columns.
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, state, l.Mode, l.Base[:12], escape.Line(mission), escape.Line(summary))
+		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%s\t%s\n", strings.Repeat("  ", depth[i]), l.ID, state, l.Mode, l.Base[:12], escape.Line(mission), escape.Line(summary))
 	}
 	return w.Flush()
+}
+
+// asTree orders list as the tree of its leases: each lease's children,
+// in list order, right after it, with their depth under the first listed
+// ancestor. A lease whose parent is not listed is a root, and so is one
+// that a cycle of parents (only a forged log has one) left unreached.
+func asTree(list []leaseJSON) ([]leaseJSON, []int) {
+	listed := map[refs.ID]bool{}
+	children := map[refs.ID][]leaseJSON{}
+	for _, l := range list {
+		listed[l.ID] = true
+		children[l.Parent] = append(children[l.Parent], l)
+	}
+	var out []leaseJSON
+	var depth []int
+	seen := map[refs.ID]bool{}
+	var walk func(l leaseJSON, d int)
+	walk = func(l leaseJSON, d int) {
+		if seen[l.ID] {
+			return
+		}
+		seen[l.ID] = true
+		out, depth = append(out, l), append(depth, d)
+		for _, c := range children[l.ID] {
+			walk(c, d+1)
+		}
+	}
+	for _, l := range list {
+		if l.Parent == "" || !listed[l.Parent] {
+			walk(l, 0)
+		}
+	}
+	for _, l := range list {
+		walk(l, 0)
+	}
+	return out, depth
 }
 
 // printBroken names, on standard error, each lease log that could not be read.

@@ -81,6 +81,8 @@ Example:
 			keysCommand(),
 			waitCommand(),
 			cancelCommand(),
+			revokeCommand(),
+			unrevokeCommand(),
 			attachCommand(),
 			collectCommand(),
 			adoptCommand(),

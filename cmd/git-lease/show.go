@@ -45,6 +45,35 @@ func runShow(prefix string, asJSON bool) error {
 		return printJSON(os.Stdout, toJSON(x))
 	}
 	printLease(os.Stdout, x)
+	return printTree(os.Stdout, x)
+}
+
+// printTree prints, for a lease with a parent or children, the tree of its
+// mission's leases, marking this one.
+func printTree(w io.Writer, x *gitlease.Execution) error {
+	l := x.Lease
+	if l.Parent == "" && len(l.Children) == 0 {
+		return nil
+	}
+	all, _, err := gitlease.ListAll(x.Repo)
+	if err != nil {
+		return err
+	}
+	var family []leaseJSON
+	for _, y := range all {
+		if y.Lease.Mission == l.Mission {
+			family = append(family, toJSON(y))
+		}
+	}
+	family, depth := asTree(family)
+	fmt.Fprintf(w, "tree:\n")
+	for i, y := range family {
+		mark := ""
+		if y.ID == l.ID {
+			mark = "  <- this lease"
+		}
+		fmt.Fprintf(w, "  %s%s %s%s\n", strings.Repeat("  ", depth[i]), y.ID, y.State, mark)
+	}
 	return nil
 }
 
@@ -105,6 +134,12 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 	}
 	if l.Mission != "" {
 		fmt.Fprintf(w, "mission:  %s\n", escape.Line(l.Mission))
+	}
+	if l.Parent != "" {
+		fmt.Fprintf(w, "parent:   %s\n", l.Parent)
+	}
+	if l.ReadOnlyWork {
+		fmt.Fprintf(w, "/work:    read-only (start --read-only): no result; the agent's output is the evidence (git lease logs %s)\n", l.ID.Short())
 	}
 	fmt.Fprintf(w, "command:  %s\n", escape.Line(strings.Join(l.Command, " ")))
 	if l.Dir != "" {

@@ -41,6 +41,8 @@ Example:
 			&cli.StringFlag{Name: "mode", Value: string(gitlease.Sandboxed), Usage: "sandboxed or trusted_local"},
 			&cli.StringFlag{Name: "base", Usage: "the committed revision the lease starts from (default: HEAD)"},
 			&cli.StringFlag{Name: "mission", Usage: "the mission (task, ticket) this lease serves"},
+			&cli.BoolFlag{Name: "read-only", Usage: "run the agent on its base with /work read-only (a reviewer, a test runner): its output is its evidence"},
+			&cli.StringFlag{Name: "parent", Usage: "start a child of lease `ID`, in its mission, recorded in both logs"},
 			&cli.BoolFlag{Name: "snapshot", Usage: "base the lease on a snapshot commit of your uncommitted changes (otherwise they never reach the agent)"},
 			&cli.StringSliceFlag{Name: "check", Usage: "a check command to run against the result in a fresh sandbox (repeatable)"},
 			&cli.StringSliceFlag{Name: "artifact", Usage: "a workspace file to keep in the lease log, bounded (repeatable)"},
@@ -59,7 +61,7 @@ Example:
 		Action: func(c *cli.Context) error {
 			opts := gitlease.StartOptions{
 				Mode: gitlease.Mode(c.String("mode")), Base: c.String("base"),
-				Mission: c.String("mission"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: progress,
+				Mission: c.String("mission"), Parent: c.String("parent"), ReadOnly: c.Bool("read-only"), Snapshot: c.Bool("snapshot"), Command: c.Args().Slice(), Progress: progress,
 				Checks: c.StringSlice("check"), Artifacts: c.StringSlice("artifact"),
 				Prompt: c.String("prompt"), PrivatePrompt: c.Bool("private-prompt"), TTY: c.Bool("tty"),
 				Supervisor: c.String("supervisor"), Detach: c.Bool("detach"),

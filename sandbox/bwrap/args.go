@@ -173,7 +173,11 @@ func newSandboxView(spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
 	// that nothing but /work and the scratch tmpfs (both bounded) can be
 	// written.
-	v.add("--bind", path.Join(stageDir, stageMerged), workDir,
+	bindWork := "--bind"
+	if spec.ReadOnlyWork {
+		bindWork = "--ro-bind"
+	}
+	v.add(bindWork, path.Join(stageDir, stageMerged), workDir,
 		"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", path.Join(workDir, cmd.Dir), "--clearenv")
 	for _, kv := range agentEnv(spec, cmd.Env) {
 		k, val, _ := strings.Cut(kv, "=")
