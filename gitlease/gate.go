@@ -292,7 +292,7 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 		if !r.Passed {
 			outcome = "failed"
 		}
-		msg := fmt.Sprintf("lease gate %s/%s: %s\n\nLease-Gate-Kernel: %s\nLease-Gate-Git-Lease: %s\n", r.Provider, r.Supervisor, outcome, r.Kernel, r.GitLease)
+		msg := refs.GateMessage(r.Provider, r.Supervisor, outcome, r.Kernel, r.GitLease)
 		commit, err := repo.WriteCommit(tree, parents, msg)
 		if err != nil {
 			return err

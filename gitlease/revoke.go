@@ -152,8 +152,7 @@ func Revoke(ctx context.Context, repo *refs.Repo, opts RevokeOptions) (*RevokeOu
 		By: fmt.Sprintf("%s <%s>", who.Name, who.Email), At: repo.Now().UTC()}
 	err = updateRevocations(ctx, repo, func(in []Revocation) ([]Revocation, string, error) {
 		out := slices.DeleteFunc(in, func(o Revocation) bool { return o.Mission == r.Mission })
-		msg := fmt.Sprintf("lease revocations: revoke %s\n\nLease-Revocation: revoke\nLease-Scope: %s\nLease-Policy: %s\nLease-Reason: %s\n",
-			r.Scope(), r.Scope(), r.Policy, r.Reason)
+		msg := refs.RevocationMessage("revoke", r.Scope(), string(r.Policy), r.Reason)
 		return append(out, r), msg, nil
 	})
 	if err != nil {
@@ -215,7 +214,7 @@ func Unrevoke(ctx context.Context, repo *refs.Repo, mission string, notice io.Wr
 			return nil, "", fmt.Errorf("%s is not revoked", Revocation{Mission: mission}.Scope())
 		}
 		lifted = in[i]
-		msg := fmt.Sprintf("lease revocations: lift %s\n\nLease-Revocation: lift\nLease-Scope: %s\n", lifted.Scope(), lifted.Scope())
+		msg := refs.RevocationMessage("lift", lifted.Scope(), "", "")
 		return slices.Delete(in, i, i+1), msg, nil
 	})
 	if err != nil {

@@ -112,7 +112,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 			return nil, errors.New("--snapshot records the checkout's changes on top of HEAD: it cannot be combined with --base")
 		}
 		snapshotOf = base.String()
-		base, err = repo.Snapshot(ctx, "lease snapshot of uncommitted changes\n\nLease-Snapshot-Of: "+snapshotOf+"\n")
+		base, err = repo.Snapshot(ctx, refs.SnapshotMessage(snapshotOf))
 		if err != nil {
 			return nil, err
 		}

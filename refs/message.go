@@ -19,6 +19,12 @@ const (
 	TrailerReason      = "Lease-Reason"
 	TrailerBase        = "Lease-Base"
 	TrailerRebasedFrom = "Lease-Rebased-From"
+	TrailerSnapshotOf  = "Lease-Snapshot-Of"
+	TrailerRevocation  = "Lease-Revocation"
+	TrailerScope       = "Lease-Scope"
+	TrailerPolicy      = "Lease-Policy"
+	TrailerGateKernel  = "Lease-Gate-Kernel"
+	TrailerGateVersion = "Lease-Gate-Git-Lease"
 )
 
 // State is a lifecycle state's name as a log message writes it. Which
@@ -80,6 +86,32 @@ func BranchMessage(id ID, summary, base, rebasedFrom string) string {
 		msg += fmt.Sprintf("%s: %s\n", TrailerRebasedFrom, rebasedFrom)
 	}
 	return msg
+}
+
+// SnapshotMessage is the message of the commit that snapshots uncommitted
+// changes on top of of, as a lease's base.
+func SnapshotMessage(of string) string {
+	return fmt.Sprintf("lease snapshot of uncommitted changes\n\n%s: %s\n", TrailerSnapshotOf, of)
+}
+
+// RevocationMessage is the message of a decision on the revocation log:
+// action "revoke" (with its cancellation policy and reason) or "lift", of
+// scope (the repository or a mission).
+func RevocationMessage(action, scope, policy, reason string) string {
+	msg := fmt.Sprintf("lease revocations: %s %s\n\n%s: %s\n%s: %s\n", action, oneLineSubject(scope), TrailerRevocation, action, TrailerScope, oneLineSubject(scope))
+	if policy != "" {
+		msg += fmt.Sprintf("%s: %s\n", TrailerPolicy, policy)
+	}
+	if reason != "" {
+		msg += fmt.Sprintf("%s: %s\n", TrailerReason, oneLineSubject(reason))
+	}
+	return msg
+}
+
+// GateMessage is the message of a gate record's commit on
+// refs/lease-gates/<provider>/<supervisor>.
+func GateMessage(provider, supervisor, outcome, kernel, version string) string {
+	return fmt.Sprintf("lease gate %s/%s: %s\n\n%s: %s\n%s: %s\n", provider, supervisor, outcome, TrailerGateKernel, oneLineSubject(kernel), TrailerGateVersion, oneLineSubject(version))
 }
 
 // ParseEntry reads a lease-log entry's subject (the message's first line).
