@@ -2,6 +2,7 @@ package agentfs
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -86,21 +87,8 @@ func TestReadsWhatTheGoSDKsOverlayWrote(t *testing.T) {
 		"keep.txt:644:same", "edit.txt:644:old", "gone.txt:644:bye", "mv.txt:644:moving",
 		"run.sh:644:#!/bin/sh", "touched.txt:600:mode only", "d1/a:644:a",
 		"r/x:644:x", "r/y:644:y", "lnk:l:keep.txt")
-	db := filepath.Join(t.TempDir(), "delta.db")
 	ctx := context.Background()
-	afs, err := sdk.Open(ctx, sdk.AgentFSOptions{Path: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb, err := newHostBase(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hb.Close()
-	o := sdk.NewOverlayFS(hb, afs.FS, afs.DB())
-	if err := o.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, o, done := sdkOverlay(t, base)
 	steps := []struct {
 		name string
 		do   func() error
@@ -126,9 +114,7 @@ func TestReadsWhatTheGoSDKsOverlayWrote(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
-	if err := afs.Close(); err != nil {
-		t.Fatal(err)
-	}
+	done()
 	src, err := Read(db, base)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +136,76 @@ file r/z 644 "z"
 file run.sh 755 "#!/bin/sh"
 symlink sym -> edit.txt
 `
+	if got := listing(t, src); got != want {
+		t.Errorf("the delta reads\n%s\nwant\n%s", got, want)
+	}
+}
+
+// sdkOverlay opens a new database with the Go SDK's OverlayFS over base;
+// done closes it.
+func sdkOverlay(t *testing.T, base string) (db string, o *sdk.OverlayFS, done func()) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "delta.db")
+	ctx := context.Background()
+	afs, err := sdk.Open(ctx, sdk.AgentFSOptions{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := newHostBase(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = sdk.NewOverlayFS(hb, afs.FS, afs.DB())
+	if err := o.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, o, func() {
+		hb.Close()
+		if err := afs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadsTheCLIsWhiteoutTable checks the reader against the shape of the
+// overlay tables that the AgentFS CLI makes, as read from AgentFS v0.6.4's
+// source (its Rust overlay): fs_whiteout(path, created_at) without the
+// parent_path column of the Go SDK and the spec, and fs_overlay_config.
+// The CLI cannot be installed here, so the whiteouts are the Go SDK's,
+// moved into a table of the CLI's shape.
+func TestReadsTheCLIsWhiteoutTable(t *testing.T) {
+	base := writeBase(t, "a.txt:644:a", "dir/b.txt:644:b", "dir/c.txt:644:c")
+	ctx := context.Background()
+	db, o, done := sdkOverlay(t, base)
+	for _, err := range []error{o.Unlink(ctx, "/a.txt"), o.Unlink(ctx, "/dir/b.txt")} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE fs_whiteout RENAME TO sdk_whiteout`,
+		`CREATE TABLE fs_whiteout (path TEXT PRIMARY KEY, created_at INTEGER NOT NULL)`,
+		`INSERT INTO fs_whiteout SELECT path, created_at FROM sdk_whiteout`,
+		`DROP TABLE sdk_whiteout`,
+		`CREATE TABLE fs_overlay_config (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`INSERT INTO fs_overlay_config VALUES ('base_path', '/somewhere/else')`,
+	} {
+		if _, err := conn.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	conn.Close()
+	src, err := Read(db, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := "whiteout a.txt\nwhiteout dir/b.txt\n"
 	if got := listing(t, src); got != want {
 		t.Errorf("the delta reads\n%s\nwant\n%s", got, want)
 	}
