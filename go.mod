@@ -8,6 +8,7 @@ require (
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/google/go-cmdtest v0.4.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/hiddeco/sshsig v0.2.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/tursodatabase/agentfs/sdk/go v0.0.0-20260325075103-3a5ed2b88e5d
