@@ -43,7 +43,7 @@ type Policy struct {
 	// trusted policy only, and no record holds it (it is no lease's).
 	Bases BasesPolicy `toml:"bases" json:"-"`
 
-	// Bwrap applies when Provider is "bwrap".
+	// Bwrap applies when Provider is "bwrap" or "agentfs" (bwrap's sandbox).
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
 	Crabbox CrabboxPolicy `toml:"crabbox" json:"crabbox"`
