@@ -1,7 +1,10 @@
 package gitlease
 
 import (
+	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/git-lease/git-lease/sandbox/agentfs"
@@ -47,6 +50,9 @@ func TestAgentFSAndOverlayGiveTheSameResult(t *testing.T) {
 			t.Fatalf("the lease ran on %s, not %s", x.Lease.Provider, provider)
 		}
 		results[provider] = x.Lease.Result
+		if provider == "agentfs" {
+			checkKeptDatabase(t, x)
+		}
 	}
 	a, b := results["bwrap"], results["agentfs"]
 	if a.Tree != b.Tree || a.PatchDigest != b.PatchDigest || !reflect.DeepEqual(a.Manifest, b.Manifest) {
@@ -54,5 +60,27 @@ func TestAgentFSAndOverlayGiveTheSameResult(t *testing.T) {
 	}
 	if len(a.Manifest) != 209 {
 		t.Errorf("the result changes %d files, want 209: %s", len(a.Manifest), a.Summary)
+	}
+}
+
+// checkKeptDatabase cleans up an agentfs lease and checks that its
+// database is kept, named in the cleanup receipt, and still reads as the
+// delta the result came from.
+func checkKeptDatabase(t *testing.T, x *Execution) {
+	t.Helper()
+	c, _, err := cleanupHere(t.Context(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(c.Receipt, func(item CleanupItem) bool { return item.Resource == "agentfs-record" })
+	if i < 0 || c.Receipt[i].Action != "kept" || !strings.Contains(c.Receipt[i].Detail, "/agentfs/"+string(x.Lease.ID)+".db (") {
+		t.Fatalf("the cleanup receipt does not name the kept database: %+v", c.Receipt)
+	}
+	kept := x.Repo.LeaseDir("agentfs", string(x.Lease.ID)+".db")
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("the database is not kept: %v", err)
+	}
+	if _, err := os.Stat(x.RunDir()); err == nil {
+		t.Fatalf("the run directory outlived cleanup")
 	}
 }
