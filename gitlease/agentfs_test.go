@@ -2,6 +2,8 @@ package gitlease
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -82,5 +84,43 @@ func checkKeptDatabase(t *testing.T, x *Execution) {
 	}
 	if _, err := os.Stat(x.RunDir()); err == nil {
 		t.Fatalf("the run directory outlived cleanup")
+	}
+	// The kept database, written by the Go SDK's OverlayFS as the agent
+	// worked, imports as the same result.
+	y, err := Import(t.Context(), x.Repo, ImportOptions{Database: kept, Base: x.Lease.Base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.Lease.State != Review || y.Lease.Result.Tree != x.Lease.Result.Tree || y.Lease.Mode != TrustedLocal {
+		t.Fatalf("the import is %s %s (%s), the lease's result %s", y.Lease.State, y.Lease.Mode, y.Lease.Reason, x.Lease.Result.Tree)
+	}
+}
+
+// TestImportsADatabaseTheNPMSDKWrote imports a database that AgentFS's npm
+// SDK (its own native engine) wrote, as an agent elsewhere would leave it.
+func TestImportsADatabaseTheNPMSDKWrote(t *testing.T) {
+	node, err := exec.LookPath("node")
+	modules := os.Getenv("AGENTFS_SDK_MODULES")
+	if err != nil || modules == "" {
+		t.Skip("node and agentfs-sdk@0.6.4 in $AGENTFS_SDK_MODULES are needed: scripts/test.sh installs the SDK with npm")
+	}
+	db := filepath.Join(t.TempDir(), "delta.db")
+	if out, err := exec.Command(node, filepath.Join("..", "testdata", "agentfs", "npm-write.mjs"), modules, db).CombinedOutput(); err != nil {
+		t.Fatalf("the npm SDK did not write its database: %v\n%s", err, out)
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"edit.txt": "before\n", "keep.txt": "kept\n"}, "")
+	head, err := repo.ResolveCommit("HEAD")
+	must(t, err)
+	x, err := Import(t.Context(), repo, ImportOptions{Database: db, Base: head.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range x.Lease.Result.Manifest {
+		got = append(got, f.Status+" "+f.Path+" "+f.NewMode)
+	}
+	want := []string{"A big.bin 100644", "M edit.txt 100644", "A link 120000", "A src/main.go 100644"}
+	if x.Lease.State != Review || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the import is %s (%s) with %q, want review with %q", x.Lease.State, x.Lease.Reason, got, want)
 	}
 }

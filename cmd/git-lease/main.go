@@ -84,6 +84,7 @@ Example:
 			attachCommand(),
 			collectCommand(),
 			adoptCommand(),
+			importCommand(),
 			pushCommand(),
 			fetchCommand(),
 			hooksCommand(),

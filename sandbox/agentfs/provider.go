@@ -2,6 +2,7 @@ package agentfs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -103,7 +104,8 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 }
 
 // copyDatabase copies an AgentFS database and its WAL, if any, after
-// checking that it is one of the schema git-lease reads.
+// checking that it is one of the schema git-lease reads, and checkpoints
+// the copy's WAL into it: the lease keeps one file.
 func copyDatabase(from, to string) error {
 	db, err := openDB(from)
 	if err != nil {
@@ -119,7 +121,15 @@ func copyDatabase(from, to string) error {
 			return err
 		}
 	}
-	return nil
+	db, err = sql.Open("sqlite", to)
+	if err != nil {
+		return err
+	}
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
 }
 
 func copyFile(from, to string) error {
