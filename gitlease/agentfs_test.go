@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/agentfs"
 )
 
@@ -122,5 +124,80 @@ func TestImportsADatabaseTheNPMSDKWrote(t *testing.T) {
 	want := []string{"A big.bin 100644", "M edit.txt 100644", "A link 120000", "A src/main.go 100644"}
 	if x.Lease.State != Review || !reflect.DeepEqual(got, want) {
 		t.Fatalf("the import is %s (%s) with %q, want review with %q", x.Lease.State, x.Lease.Reason, got, want)
+	}
+}
+
+// agentfsPolicy runs a lease on the agentfs provider.
+const agentfsPolicy = "provider = \"agentfs\"\n"
+
+// The bwrap attacks, against a sandbox whose /work is served over FUSE.
+func TestSandboxOnAgentFSCannotWriteOutsideItsTree(t *testing.T) {
+	agentfsOrSkip(t)
+	sandboxCannotWriteOutsideItsTree(t, agentfsPolicy)
+}
+
+func TestSandboxOnAgentFSCannotUseInheritedDescriptors(t *testing.T) {
+	agentfsOrSkip(t)
+	sandboxCannotUseInheritedDescriptors(t, agentfsPolicy)
+}
+
+func TestSandboxOnAgentFSCannotSeeHostPaths(t *testing.T) {
+	agentfsOrSkip(t)
+	sandboxCannotSeeHostPaths(t, agentfsPolicy)
+}
+
+// TestSandboxOnAgentFSCannotWriteTheBase has the agent overwrite, chmod,
+// link over and delete the base's files and make what a result refuses: the
+// exported base the FUSE server reads stays as it was, and the changes are
+// the database's.
+func TestSandboxOnAgentFSCannotWriteTheBase(t *testing.T) {
+	agentfsOrSkip(t)
+	repo, _ := sandboxRepo(t, map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"}, agentfsPolicy)
+	script := "echo overwritten > /work/a.txt; chmod 600 /work/dir/b.txt; ln -s /etc /work/etc-link; rm -r /work/dir; ln -s a.txt /work/a2\n" +
+		"mkdir /work/d2 && echo d > /work/d2/f && mv /work/d2 /work/d3\n" +
+		attempt("fifo", "mkfifo /work/fifo") +
+		attempt("device", "mknod /work/null c 1 3") +
+		attempt("through-symlink", "echo x > /work/etc-link/lease-escape") +
+		"rm /work/etc-link\n"
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "fifo", "device", "through-symlink")
+	if _, err := os.Lstat("/etc/lease-escape"); err == nil {
+		t.Error("/etc/lease-escape was made on the host")
+	}
+	base := filepath.Join(x.RunDir(), "sandbox", "base")
+	for p, want := range map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"} {
+		b, err := os.ReadFile(filepath.Join(base, p))
+		if err != nil || string(b) != want {
+			t.Errorf("the base's %s reads %q, %v", p, b, err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(base, "dir/b.txt")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the base's dir/b.txt is %v, %v", st.Mode(), err)
+	}
+	var got []string
+	for _, f := range x.Lease.Result.Manifest {
+		got = append(got, f.Status+" "+f.Path)
+	}
+	want := []string{"M a.txt", "A a2", "A d3/f", "D dir/b.txt"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the result is %q, want %q", got, want)
+	}
+}
+
+// TestSandboxOnAgentFSFailsClosedWithoutFUSE: where FUSE cannot be
+// mounted (here, for anyone but root), a lease on agentfs never starts,
+// and says why in one line.
+func TestSandboxOnAgentFSFailsClosedWithoutFUSE(t *testing.T) {
+	if (agentfs.Provider{}).Check() == nil {
+		t.Skip("FUSE can be mounted here: the provider does not fail")
+	}
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, agentfsPolicy)
+	x, err := Start(t.Context(), repo, StartOptions{Mode: Sandboxed, Command: []string{"true"}})
+	if x != nil || !errors.Is(err, sandbox.ErrUnavailable) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "serves /work over FUSE, which is not available here") {
+		t.Fatalf("start on agentfs without FUSE: %v (lease %v)", err, x)
+	}
+	if refs, _ := repo.Git(t.Context(), nil, "for-each-ref", "refs/leases/"); len(refs) > 0 {
+		t.Fatalf("a lease was recorded: %s", refs)
 	}
 }
