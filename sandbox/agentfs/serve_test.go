@@ -1,6 +1,8 @@
 package agentfs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -81,5 +83,29 @@ file tree/y 644 "y"
 `
 	if got := listing(t, src); got != want {
 		t.Errorf("the delta reads\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWritesStopAtTheDatabasesBound: once the database holds its bound,
+// writes fail with ENOSPC, and reads go on.
+func TestWritesStopAtTheDatabasesBound(t *testing.T) {
+	fuseOrSkip(t)
+	base := writeBase(t, "keep.txt:644:same")
+	mnt, db := t.TempDir(), filepath.Join(t.TempDir(), "delta.db")
+	stop, err := mount(mnt, db, base, 1<<20, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	chunk := make([]byte, 64<<10)
+	var werr error
+	for i := 0; i < 64 && werr == nil; i++ {
+		werr = os.WriteFile(filepath.Join(mnt, fmt.Sprint("f", i)), chunk, 0o644)
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("4 MiB of writes under a 1 MiB bound ended with %v, want ENOSPC", werr)
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "keep.txt")); err != nil || string(b) != "same" {
+		t.Fatalf("reading past the bound: %q, %v", b, err)
 	}
 }
