@@ -83,6 +83,12 @@ func TestSandboxLeasesAsRootHaveUIDsOfTheirOwn(t *testing.T) {
 // orchestrator's, an IDE terminal's) does not reach the agent: a directory
 // descriptor would open the host's files through /proc/self/fd.
 func TestSandboxCannotUseInheritedDescriptors(t *testing.T) {
+	sandboxCannotUseInheritedDescriptors(t, "")
+}
+
+// sandboxCannotUseInheritedDescriptors is the attack of a lease under
+// policy (which may pick a provider other than bwrap).
+func sandboxCannotUseInheritedDescriptors(t *testing.T, policy string) {
 	secret := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(secret, "inherited-secret.txt"), []byte("host file"), 0o644))
 	opened, err := syscall.Open(secret, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -96,7 +102,7 @@ func TestSandboxCannotUseInheritedDescriptors(t *testing.T) {
 	const fd = 90
 	must(t, unix.Dup3(opened, fd, 0))
 	defer syscall.Close(fd)
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
 	script := attempt("fd-path", "ls /proc/self/fd/*/ /proc/[0-9]*/fd/*/ 2>/dev/null | grep -q inherited-secret") +
 		attempt("fd-open", fmt.Sprintf("cat /proc/self/fd/%d/inherited-secret.txt", fd)) +
 		attempt("fd-list", fmt.Sprintf("ls -l /proc/[0-9]*/fd/ | grep -q -e %s -e ' %d -> '", secret, fd))
@@ -181,7 +187,13 @@ func TestBoundsKernelCountsTheLeasesCPUTotal(t *testing.T) {
 // own files and the binary are copies, or live on a tmpfs of their own,
 // which also bounds the agent's state file.
 func TestSandboxCannotSeeHostPaths(t *testing.T) {
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "[network]\nallow = [\"example.com:443\"]\n")
+	sandboxCannotSeeHostPaths(t, "")
+}
+
+// sandboxCannotSeeHostPaths is the attack of a lease under policy (which
+// may pick a provider other than bwrap).
+func sandboxCannotSeeHostPaths(t *testing.T, policy string) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy+"[network]\nallow = [\"example.com:443\"]\n")
 	// The network forwarder runs git-lease (here, the test binary) inside.
 	self, err := os.Executable()
 	if err != nil {

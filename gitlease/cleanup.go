@@ -88,6 +88,9 @@ func CleanupLease(ctx context.Context, x *Execution, opts CleanupOptions) (c *Cl
 	} else {
 		add(x.discardSandbox(ctx))
 	}
+	if item, ok := x.keptBySandbox(); ok {
+		add(item)
+	}
 	fault("cleanup:sandbox")
 	if item, ok := x.removeCredentialFiles(); ok {
 		add(item)
@@ -204,6 +207,35 @@ func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
 	}
 	item.Action = ActionRemoved
 	return item
+}
+
+// keptBySandbox names what the provider keeps of the discarded sandbox
+// (sandbox.Keeper), with its size and digest.
+func (x *Execution) keptBySandbox() (item CleanupItem, ok bool) {
+	p, err := providerByName(x.Lease.Provider, x.Lease.Policy)
+	k, keeps := p.(sandbox.Keeper)
+	if err != nil || !keeps {
+		return item, false
+	}
+	kept := k.Kept(x.spec())
+	if kept == "" {
+		return item, false
+	}
+	item = CleanupItem{Resource: x.Lease.Provider + "-record", Action: "kept"}
+	f, err := os.Open(kept)
+	if err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item, true
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		item.Action, item.Detail = "failed", err.Error()
+		return item, true
+	}
+	item.Detail = fmt.Sprintf("%s (%d bytes, sha256:%x)", kept, n, h.Sum(nil))
+	return item, true
 }
 
 // removeWorktree removes the review worktree unless it holds edits the

@@ -54,7 +54,7 @@ type Policy struct {
 	// only, and no record holds it.
 	Revoke RevokePolicy `toml:"revoke" json:"-"`
 
-	// Bwrap applies when Provider is "bwrap".
+	// Bwrap applies when Provider is "bwrap" or "agentfs" (bwrap's sandbox).
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
 	Crabbox CrabboxPolicy `toml:"crabbox" json:"crabbox"`

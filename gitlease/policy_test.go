@@ -79,6 +79,9 @@ func TestPolicyRepoMayNotWiden(t *testing.T) {
 		{"a read-only path", "read_only = [\"/srv\"]", "read_only"},
 		{"submodules", "[result]\nsubmodules = true", "result.submodules"},
 		{"another provider", "provider = \"worktree\"", "provider"},
+		// agentfs is no narrower than bwrap: its agent also talks to a
+		// file system server on the host. Only trusted policy picks it.
+		{"agentfs", "provider = \"agentfs\"", "provider = agentfs, but the trusted policy allows bwrap"},
 		{"more files", "[result]\nmax_files = 20000", "result.max_files"},
 		{"a seccomp entry", "[bwrap]\nseccomp_allow = [\"perf\"]", `bwrap.seccomp_allow = ["perf"], but the trusted policy allows []`},
 		{"bounds without a cgroup", "[limits]\nrequire_cgroup = false", "limits.require_cgroup = false, but the trusted policy allows true"},

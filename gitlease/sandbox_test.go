@@ -169,7 +169,13 @@ func TestSandboxCannotSeeHostProcesses(t *testing.T) {
 }
 
 func TestSandboxCannotWriteOutsideItsTree(t *testing.T) {
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	sandboxCannotWriteOutsideItsTree(t, "")
+}
+
+// sandboxCannotWriteOutsideItsTree is the attack of a lease under policy
+// (which may pick a provider other than bwrap).
+func sandboxCannotWriteOutsideItsTree(t *testing.T, policy string) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
 	outside := filepath.Dir(dir)
 	script := attempt("etc", "echo x > /etc/lease-escape") +
 		attempt("usr", "echo x > /usr/lease-escape") +

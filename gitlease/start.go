@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/agentfs"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/sandbox/headless"
 	"github.com/git-lease/git-lease/sandbox/worktree"
@@ -294,13 +295,19 @@ func providerByName(name string, policy *Effective) (sandbox.Provider, error) {
 			return nil, err
 		}
 		return bwrap.Provider{Self: self}, nil
+	case "agentfs":
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		return agentfs.Provider{Self: self}, nil
 	case "crabbox":
 		if policy == nil {
 			return nil, errors.New("the lease records no policy to build its crabbox provider from")
 		}
 		return crabboxProvider(policy), nil
 	}
-	return nil, fmt.Errorf("no sandbox provider named %q (known: bwrap, crabbox, worktree)", name)
+	return nil, fmt.Errorf("no sandbox provider named %q (known: agentfs, bwrap, crabbox, worktree)", name)
 }
 
 // checkReadOnly refuses read-only paths that would hand the agent the

@@ -28,6 +28,19 @@ const (
 type Delta struct {
 	Root   string
 	Layout Layout
+	// Source, when set, holds the changes instead of a directory at Root
+	// (then the file that holds them, such as an AgentFS database): Walk
+	// and OpenEntry ask it.
+	Source Source
+}
+
+// Source is a delta kept in a file of its own rather than as a directory.
+type Source interface {
+	// Walk visits the changes as Walk does a directory's.
+	Walk(fn func(Entry) error) error
+	// Open returns the content of a file entry that Walk listed, as a
+	// readable, seekable file of e.Size bytes.
+	Open(e Entry) (*os.File, error)
 }
 
 // Kind is what an entry of a delta is.
@@ -60,6 +73,9 @@ type Entry struct {
 // children. It never follows a symlink and never opens anything: the caller
 // opens files it decides to read with OpenEntry.
 func Walk(d Delta, fn func(Entry) error) error {
+	if d.Source != nil {
+		return d.Source.Walk(fn)
+	}
 	return walkDir(d, d.Root, "", fn)
 }
 
@@ -173,6 +189,9 @@ var ErrChanged = errors.New("file changed after it was listed")
 func OpenEntry(d Delta, e Entry) (*os.File, error) {
 	if e.Kind != File {
 		return nil, fmt.Errorf("%s: not a regular file", e.Path)
+	}
+	if d.Source != nil {
+		return d.Source.Open(e)
 	}
 	root, err := os.Open(d.Root)
 	if err != nil {

@@ -254,3 +254,10 @@ type Escapes struct {
 type EscapeRecorder interface {
 	Escapes() Escapes
 }
+
+// Keeper is a Provider that keeps a file of a discarded sandbox for the
+// record (the agentfs provider's database). Kept names it on the host
+// after Discard, or is "" when there is none.
+type Keeper interface {
+	Kept(spec Spec) string
+}

@@ -14,6 +14,13 @@ need_packages bwrap=bubblewrap mkfs.ext4=e2fsprogs ssh-keygen=openssh-client cur
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go mod tidy -diff || { echo 'go.mod or go.sum is not tidy: run go mod tidy'; exit 1; }
 go vet ./...
+# The AgentFS tests read databases written by AgentFS's npm SDK (its own
+# native engine, as the CLI's); they skip without node.
+if command -v npm >/dev/null; then
+	export AGENTFS_SDK_MODULES="${XDG_CACHE_HOME:-$HOME/.cache}/git-lease/agentfs-sdk-0.6.4/node_modules"
+	[ -d "$AGENTFS_SDK_MODULES/agentfs-sdk" ] ||
+		npm install --no-audit --no-fund --prefix "$(dirname "$AGENTFS_SDK_MODULES")" agentfs-sdk@0.6.4
+fi
 # The tests run under scripts/leftovers, a child subreaper: any process
 # they started (a runner, a sandbox, a stand-in) that outlives them fails
 # the run, named.

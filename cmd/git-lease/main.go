@@ -86,6 +86,7 @@ Example:
 			attachCommand(),
 			collectCommand(),
 			adoptCommand(),
+			importCommand(),
 			pushCommand(),
 			fetchCommand(),
 			hooksCommand(),

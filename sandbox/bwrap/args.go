@@ -104,20 +104,24 @@ func (v *sandboxView) stageBind(host, dest string, writable bool) {
 
 // newSandboxView is the whole sandbox: what the agent sees and nothing
 // else.
-func newSandboxView(spec sandbox.Spec, cmd sandbox.Command) (*sandboxView, error) {
-	lowers, err := lowerDirs(spec)
-	if err != nil {
-		return nil, err
-	}
+func newSandboxView(spec sandbox.Spec, cmd sandbox.Command, served *Served) (*sandboxView, error) {
 	v := &sandboxView{
 		etc:    generatedEtc(spec.ID),
 		files:  map[string]sandboxFile{},
 		shared: map[string]string{},
 	}
-	for i, dir := range lowers {
-		v.stages = append(v.stages, stage{Name: "lower" + strconv.Itoa(i), Host: dir, Dir: true, Lower: true})
+	if served != nil {
+		v.stages = append(v.stages, stage{Name: stageMerged, Host: served.Mount, Dir: true})
+	} else {
+		lowers, err := lowerDirs(spec)
+		if err != nil {
+			return nil, err
+		}
+		for i, dir := range lowers {
+			v.stages = append(v.stages, stage{Name: "lower" + strconv.Itoa(i), Host: dir, Dir: true, Lower: true})
+		}
+		v.stages = append(v.stages, stage{Name: stageLease, Host: spec.Dir, Dir: true})
 	}
-	v.stages = append(v.stages, stage{Name: stageLease, Host: spec.Dir, Dir: true})
 	v.add("--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
 		"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
 		"--hostname", "lease-"+spec.ID,

@@ -25,6 +25,26 @@ import (
 // re-executed as the sandbox's init.
 type Provider struct {
 	Self string
+	// Served, when set, is a /work that another provider serves from the
+	// host (agentfs's FUSE mount), shown to the agent in place of bwrap's
+	// overlay: bwrap then exports no base and makes no overlay directories.
+	Served *Served
+}
+
+// Served is a host directory served as the agent's /work. Usage is the
+// directory whose size is the disk the agent used (what the disk bound
+// measures).
+type Served struct {
+	Mount, Usage string
+}
+
+// dirs are the lease's overlay directories, or for a served /work the
+// directory that measures its disk.
+func (p Provider) dirs(spec sandbox.Spec) (dirs, error) {
+	if p.Served != nil {
+		return dirs{upper: p.Served.Usage, disk: -1}, nil
+	}
+	return leaseDirs(spec)
 }
 
 // Name is "bwrap".
@@ -67,6 +87,13 @@ func (Provider) Check() error {
 // idempotent.
 func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 	if err := p.Check(); err != nil {
+		return err
+	}
+	if p.Served != nil {
+		if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+			return err
+		}
+		_, _, err := sandboxIDs(spec)
 		return err
 	}
 	if err := acquireBase(spec); err != nil {
@@ -131,12 +158,12 @@ func (Provider) Delta(spec sandbox.Spec) (sandbox.Delta, error) {
 // Discard removes the lease's overlay directories and releases its base.
 // The overlay mount lives only in the sandbox's mount namespace, so it is
 // gone with the sandbox's last process. Discarding twice is harmless.
-func (Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
+func (p Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 	unmountImage(spec)
 	if err := releaseUID(spec); err != nil {
 		return err
 	}
-	if err := removeAll(spec.Dir); err != nil {
+	if err := removeAll(spec.Dir); err != nil || p.Served != nil {
 		return err
 	}
 	return releaseBase(spec)
@@ -163,7 +190,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap is not installed (install it with: sudo apt-get install bubblewrap)", sandbox.ErrUnavailable)
 	}
-	d, err := leaseDirs(spec)
+	d, err := p.dirs(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +204,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: policy sets limits.require_cgroup, and no cgroup with the memory and pids controllers is writable here (as root, the v1 or v2 hierarchy; as yourself, a delegated cgroup v2 subtree, e.g. run git-lease under systemd-run --user --scope -p Delegate=yes)", sandbox.ErrUnavailable)
 	}
 	cmd.Env = append(networkEnv(spec), cmd.Env...)
-	view, err := newSandboxView(spec, cmd)
+	view, err := newSandboxView(spec, cmd, p.Served)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
@@ -203,7 +230,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	notify, _ := seccompFilter(spec.SeccompAllow, true) // the same program but for its answers
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
+		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
 		Seccomp: filter, Notify: notify,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
@@ -269,7 +296,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		// keeps its sandbox directory until cleanup, and a user's rm -rf
 		// of the repository meanwhile must not fail on either. Directory
 		// modes are no part of a result.
-		os.Chmod(filepath.Join(d.work, "work"), 0o700)
+		if d.work != "" {
+			os.Chmod(filepath.Join(d.work, "work"), 0o700)
+		}
 		openDirs(d.upper)
 	}
 	proc.Gate = func() error {

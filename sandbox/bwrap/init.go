@@ -36,6 +36,7 @@ const (
 type initSpec struct {
 	Stages  []stage
 	Mounts  bool              // the stages' mounts come on fdMounts
+	Served  bool              // /work is staged as stageMerged: no overlay
 	Etc     map[string]string // generated /etc files
 	Scratch string            // the scratch tmpfs's mount options
 	Files   map[string]sandboxFile

@@ -144,6 +144,9 @@ func stageAll(spec initSpec, fds []int) error {
 			return err
 		}
 	}
+	if spec.Served {
+		return nil
+	}
 	merged := filepath.Join(stageDir, stageMerged)
 	if err := os.Mkdir(merged, 0o755); err != nil {
 		return err

@@ -135,3 +135,8 @@ func releaseUID(spec sandbox.Spec) error {
 	}
 	return nil
 }
+
+// IDs are the host uid and gid that the lease's sandbox runs as, claimed
+// on first use (see sandboxIDs): a provider that serves the sandbox's /work
+// (Served) makes its files theirs.
+func IDs(spec sandbox.Spec) (uid, gid int, err error) { return sandboxIDs(spec) }

@@ -15,6 +15,10 @@
 // exported bases and layers take.
 //
 //	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3]
+//
+// With -providers it instead compares the agentfs provider with the overlay
+// provider (see providers.go): start, 10,000 file writes, compiling a small
+// Go module, and collection.
 package main
 
 import (
@@ -33,8 +37,9 @@ import (
 )
 
 var (
-	sizes = flag.String("sizes", "1000,10000,100000", "repository sizes in files")
-	runs  = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	sizes     = flag.String("sizes", "1000,10000,100000", "repository sizes in files")
+	runs      = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	providers = flag.Bool("providers", false, "compare the agentfs provider with the overlay provider instead")
 )
 
 func main() {
@@ -49,6 +54,10 @@ func main() {
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_CONFIG_GLOBAL=" + filepath.Join(tmp, "gitconfig"),
 		"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config")}
 	check(os.WriteFile(filepath.Join(tmp, "gitconfig"), []byte("[user]\n\tname = Bench\n\temail = bench@example.com\n"), 0o644))
+	if *providers {
+		benchProviders(tmp, env)
+		return
+	}
 
 	fmt.Printf("%-8s %-11s %10s %10s %8s %14s %12s\n", "files", "what", "median", "vs git", "runs", "start→agent", "peak RSS")
 	for _, s := range strings.Split(*sizes, ",") {
