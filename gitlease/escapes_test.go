@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -103,9 +104,10 @@ func TestSandboxEscapeToleratedByPolicy(t *testing.T) {
 }
 
 // A build writes files, runs the C compiler and builds a Go module (when
-// Go is installed under /usr): nothing of it is an escape attempt.
+// Go is installed under /usr): nothing of it is an escape attempt, even
+// with its opens looked at too.
 func TestSandboxEscapeNoneFromABenignBuild(t *testing.T) {
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[bwrap]\nrecord_opens = true\n")
 	script := `set -e
 mkdir -p /work/out && for i in $(seq 500); do echo $i > /work/out/f$i; done
 printf 'int main(void){return 0;}\n' > /tmp/m.c && cc -o /tmp/m /tmp/m.c && /tmp/m
@@ -191,12 +193,7 @@ func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	}
 	want := map[string]int{"/etc/planted": 2, "/opt/planted": 1, "/usr/fifo": 1, "/etc/hostname": 1,
 		"/etc/hosts": 2, "/etc/hardlink": 1, "/etc/link": 1, "/etc/hosts2": 1}
-	got := map[string]int{}
-	for _, f := range x.Lease.Findings {
-		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
-			got[f.Path] += f.Attempt.Count
-		}
-	}
+	got := writeOutsideFindings(x)
 	for p, n := range want {
 		if got[p] != n {
 			t.Errorf("%s: %d attempt(s) recorded, want %d; findings %+v", p, got[p], n, x.Lease.Findings)
@@ -204,6 +201,48 @@ func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// writeOutsideFindings are the lease's write-outside attempts: their
+// counts by path.
+func writeOutsideFindings(x *Execution) map[string]int {
+	got := map[string]int{}
+	for _, f := range x.Lease.Findings {
+		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
+			got[f.Path] += f.Attempt.Count
+		}
+	}
+	return got
+}
+
+// Where trusted policy asks for it, an open that would write outside the
+// agent's places (to create, write or truncate a file) is recorded too,
+// once per path however often; reading there, and writing the agent's own
+// places or its devices, is not.
+func TestSandboxEscapeOpensOutsideAreRecorded(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[bwrap]\nrecord_opens = true\n")
+	script := attempt("create", "echo x > /etc/planted") + attempt("touch", "touch /usr/planted") +
+		attempt("append", "echo x >> /etc/hosts") + attempt("truncate", ": > /etc/hosts") +
+		attempt("relative", "cd /usr/bin && echo x > ../planted2") +
+		"cat /etc/hosts /etc/passwd >/dev/null && echo ok > /work/a && echo ok > /tmp/t && echo ok > ~/h && " +
+		"echo ok > /dev/shm/s && echo ok > /dev/null && echo ok >> /tmp/t && touch /work/a && echo OWN-OK\n"
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "create", "touch", "append", "truncate", "relative")
+	if !strings.Contains(out, "OWN-OK") {
+		t.Fatalf("writing the agent's own places failed:\n%s", out)
+	}
+	want := map[string]int{"/etc/planted": 1, "/usr/planted": 1, "/etc/hosts": 2, "/usr/planted2": 1}
+	if got := writeOutsideFindings(x); !maps.Equal(got, want) {
+		t.Errorf("recorded %v, want %v; findings %+v", got, want, x.Lease.Findings)
+	}
+
+	// Without the policy, opens are not looked at.
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, "")
+	x, out = runAgent(t, repo, attempt("create", "echo x > /etc/planted"))
+	requireBlocked(t, out, "create")
+	if got := writeOutsideFindings(x); len(got) != 0 {
+		t.Errorf("recorded %v without record_opens", got)
 	}
 }
 

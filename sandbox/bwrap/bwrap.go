@@ -197,11 +197,11 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, err
 		}
 	}
-	filter, err := seccompFilter(spec.SeccompAllow, false)
+	filter, err := seccompFilter(spec.SeccompAllow, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
-	notify, _ := seccompFilter(spec.SeccompAllow, true) // the same program but for its answers
+	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
 	init := initSpec{
 		Stages: view.stages, Mounts: asRoot, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
 		Seccomp: filter, Notify: notify,
