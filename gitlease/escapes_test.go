@@ -137,32 +137,38 @@ GOTOOLCHAIN=local GOFLAGS= /usr/local/go/bin/go build -o /tmp/m2 . && /tmp/m2
 }
 
 // The host's secrets are not in the sandbox; reaching for them where they
-// usually are (the home's credential files) is recorded, once per path and
-// what was done, and listing them is not.
+// usually are (the home's credential files, the docker socket, PID 1's
+// environment) is recorded, once per path and what was done, and listing
+// them is not.
 func TestSandboxEscapeSecretsAreWatched(t *testing.T) {
 	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
-	script := `ls -la ~ ~/.ssh >/dev/null; find ~ >/dev/null; stat ~/.aws/credentials >/dev/null
+	connect := `perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => shift) or exit 1' `
+	script := `ls -la ~ ~/.ssh /run /var/run/docker.sock >/dev/null; find ~ >/dev/null; stat ~/.aws/credentials >/dev/null
 cat ~/.ssh/id_rsa >/dev/null; cat ~/.ssh/id_rsa >/dev/null; cat ~/.aws/credentials >/dev/null
-rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen; echo DONE
+rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen
+` + connect + `/var/run/docker.sock && ` + connect + `/run/docker.sock && echo CONNECTED
+ls /proc/1 >/dev/null; cat /proc/1/environ >/dev/null && echo DONE
 `
 	x, out := runAgent(t, repo, script)
-	if !strings.Contains(out, "DONE") {
+	if !strings.Contains(out, "CONNECTED") || !strings.Contains(out, "DONE") {
 		t.Fatalf("the script did not run:\n%s", out)
 	}
 	want := map[string]struct {
-		syscall string
-		count   int
+		rule, syscall, severity string
+		count                   int
 	}{
-		"/home/agent/.ssh/id_rsa":      {"open", 2},
-		"/home/agent/.aws/credentials": {"open", 1},
-		"/home/agent/.netrc":           {"unlink", 1},
-		"/home/agent/.kube/config":     {"rename", 1},
+		"/home/agent/.ssh/id_rsa":      {"secrets", "open", verify.SeverityHigh, 2},
+		"/home/agent/.aws/credentials": {"secrets", "open", verify.SeverityHigh, 1},
+		"/home/agent/.netrc":           {"secrets", "unlink", verify.SeverityHigh, 1},
+		"/home/agent/.kube/config":     {"secrets", "rename", verify.SeverityHigh, 1},
+		"/var/run/docker.sock":         {"secrets", "connect", verify.SeverityHigh, 2},
+		"/proc/1/environ":              {"environ", "open", verify.SeverityMedium, 1},
 	}
 	got := escapeFindings(t, x)
 	for path, w := range want {
 		f, ok := got[path]
-		if !ok || f.Attempt == nil || f.Attempt.Rule != "secrets" || f.Attempt.Syscall != w.syscall || f.Attempt.Count != w.count || f.Severity != verify.SeverityHigh {
-			t.Errorf("%s: %+v %+v, want secrets %s %d time(s), high", path, f, f.Attempt, w.syscall, w.count)
+		if !ok || f.Attempt == nil || f.Attempt.Rule != w.rule || f.Attempt.Syscall != w.syscall || f.Attempt.Count != w.count || f.Severity != w.severity {
+			t.Errorf("%s: %+v %+v, want %s %s %d time(s), %s", path, f, f.Attempt, w.rule, w.syscall, w.count, w.severity)
 		}
 	}
 	if len(got) != len(want) {
