@@ -244,7 +244,7 @@ func seccompFilter(allow []string, notify, opens bool) ([]byte, error) {
 	if notify {
 		watched := watchedCalls
 		if opens {
-			watched = append(watched, watchedOpens...)
+			watched = slices.Concat(watched, watchedOpens)
 		}
 		for _, w := range watched {
 			p.rule(seccompRule{nr: w.nr, check: w.check}, true)

@@ -102,9 +102,11 @@ var watchedOpens = append([]watchedCall{
 
 // findWatched finds the watched call nr, if it is one.
 func findWatched(nr uint32) (watchedCall, bool) {
-	for _, w := range append(watchedCalls, watchedOpens...) {
-		if w.nr == nr {
-			return w, true
+	for _, list := range [][]watchedCall{watchedCalls, watchedOpens} {
+		for _, w := range list {
+			if w.nr == nr {
+				return w, true
+			}
 		}
 	}
 	return watchedCall{}, false
@@ -212,8 +214,8 @@ func writesOutside(n *seccompNotif, w watchedCall, shared map[string]string) []s
 	return out
 }
 
-// openWrites reports whether an open of p with the flags that read reads
-// would write the tree: one that asks to write (or truncate) a regular
+// openWrites reports whether an open of p, with the flags that read
+// returns, would write the tree: one that asks to write (or truncate) a regular
 // file, or to create a file that is not there. A device, FIFO or socket
 // opened to write is written without writing the tree, and O_CREAT alone
 // opens a file that exists to read.
