@@ -43,9 +43,14 @@ var escapeSeverity = map[string]string{
 	"obsolete": verify.SeverityHigh,
 	"perf":     verify.SeverityMedium, "io_uring": verify.SeverityMedium, "clock": verify.SeverityMedium,
 	"personality": verify.SeverityMedium,
-	// Decoys at the home's credential paths: the agent looked for the
-	// host's secrets, which the sandbox keeps out of its reach.
+	// Decoys at the home's credential paths and the docker socket: the
+	// agent looked for the host's secrets, which the sandbox keeps out of
+	// its reach.
 	"secrets": verify.SeverityHigh,
+	// The environment of the sandbox's PID 1 or its network forwarder:
+	// where a container keeps its secrets, and here nothing but the
+	// lease's own variables.
+	"environ": verify.SeverityMedium,
 	// Writes outside the agent's places, which the kernel refuses: tools
 	// that install into /usr do it too.
 	"write-outside": verify.SeverityMedium,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -103,9 +104,10 @@ func TestSandboxEscapeToleratedByPolicy(t *testing.T) {
 }
 
 // A build writes files, runs the C compiler and builds a Go module (when
-// Go is installed under /usr): nothing of it is an escape attempt.
+// Go is installed under /usr): nothing of it is an escape attempt, even
+// with its opens looked at too.
 func TestSandboxEscapeNoneFromABenignBuild(t *testing.T) {
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[bwrap]\nrecord_opens = true\n")
 	script := `set -e
 mkdir -p /work/out && for i in $(seq 500); do echo $i > /work/out/f$i; done
 printf 'int main(void){return 0;}\n' > /tmp/m.c && cc -o /tmp/m /tmp/m.c && /tmp/m
@@ -135,32 +137,38 @@ GOTOOLCHAIN=local GOFLAGS= /usr/local/go/bin/go build -o /tmp/m2 . && /tmp/m2
 }
 
 // The host's secrets are not in the sandbox; reaching for them where they
-// usually are (the home's credential files) is recorded, once per path and
-// what was done, and listing them is not.
+// usually are (the home's credential files, the docker socket, PID 1's
+// environment) is recorded, once per path and what was done, and listing
+// them is not.
 func TestSandboxEscapeSecretsAreWatched(t *testing.T) {
 	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "")
-	script := `ls -la ~ ~/.ssh >/dev/null; find ~ >/dev/null; stat ~/.aws/credentials >/dev/null
+	connect := `perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => shift) or exit 1' `
+	script := `ls -la ~ ~/.ssh /run /var/run/docker.sock >/dev/null; find ~ >/dev/null; stat ~/.aws/credentials >/dev/null
 cat ~/.ssh/id_rsa >/dev/null; cat ~/.ssh/id_rsa >/dev/null; cat ~/.aws/credentials >/dev/null
-rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen; echo DONE
+rm ~/.netrc; mv ~/.kube/config ~/.kube/stolen
+` + connect + `/var/run/docker.sock && ` + connect + `/run/docker.sock && echo CONNECTED
+ls /proc/1 >/dev/null; cat /proc/1/environ >/dev/null && echo DONE
 `
 	x, out := runAgent(t, repo, script)
-	if !strings.Contains(out, "DONE") {
+	if !strings.Contains(out, "CONNECTED") || !strings.Contains(out, "DONE") {
 		t.Fatalf("the script did not run:\n%s", out)
 	}
 	want := map[string]struct {
-		syscall string
-		count   int
+		rule, syscall, severity string
+		count                   int
 	}{
-		"/home/agent/.ssh/id_rsa":      {"open", 2},
-		"/home/agent/.aws/credentials": {"open", 1},
-		"/home/agent/.netrc":           {"unlink", 1},
-		"/home/agent/.kube/config":     {"rename", 1},
+		"/home/agent/.ssh/id_rsa":      {"secrets", "open", verify.SeverityHigh, 2},
+		"/home/agent/.aws/credentials": {"secrets", "open", verify.SeverityHigh, 1},
+		"/home/agent/.netrc":           {"secrets", "unlink", verify.SeverityHigh, 1},
+		"/home/agent/.kube/config":     {"secrets", "rename", verify.SeverityHigh, 1},
+		"/var/run/docker.sock":         {"secrets", "connect", verify.SeverityHigh, 2},
+		"/proc/1/environ":              {"environ", "open", verify.SeverityMedium, 1},
 	}
 	got := escapeFindings(t, x)
 	for path, w := range want {
 		f, ok := got[path]
-		if !ok || f.Attempt == nil || f.Attempt.Rule != "secrets" || f.Attempt.Syscall != w.syscall || f.Attempt.Count != w.count || f.Severity != verify.SeverityHigh {
-			t.Errorf("%s: %+v %+v, want secrets %s %d time(s), high", path, f, f.Attempt, w.syscall, w.count)
+		if !ok || f.Attempt == nil || f.Attempt.Rule != w.rule || f.Attempt.Syscall != w.syscall || f.Attempt.Count != w.count || f.Severity != w.severity {
+			t.Errorf("%s: %+v %+v, want %s %s %d time(s), %s", path, f, f.Attempt, w.rule, w.syscall, w.count, w.severity)
 		}
 	}
 	if len(got) != len(want) {
@@ -191,12 +199,7 @@ func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	}
 	want := map[string]int{"/etc/planted": 2, "/opt/planted": 1, "/usr/fifo": 1, "/etc/hostname": 1,
 		"/etc/hosts": 2, "/etc/hardlink": 1, "/etc/link": 1, "/etc/hosts2": 1}
-	got := map[string]int{}
-	for _, f := range x.Lease.Findings {
-		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
-			got[f.Path] += f.Attempt.Count
-		}
-	}
+	got := writeOutsideFindings(x)
 	for p, n := range want {
 		if got[p] != n {
 			t.Errorf("%s: %d attempt(s) recorded, want %d; findings %+v", p, got[p], n, x.Lease.Findings)
@@ -204,6 +207,48 @@ func TestSandboxEscapeWritesOutsideAreRecorded(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// writeOutsideFindings are the lease's write-outside attempts: their
+// counts by path.
+func writeOutsideFindings(x *Execution) map[string]int {
+	got := map[string]int{}
+	for _, f := range x.Lease.Findings {
+		if f.Rule == RuleEscapeAttempt && f.Attempt != nil && f.Attempt.Rule == "write-outside" {
+			got[f.Path] += f.Attempt.Count
+		}
+	}
+	return got
+}
+
+// Where trusted policy asks for it, an open that would write outside the
+// agent's places (to create, write or truncate a file) is recorded too,
+// once per path however often; reading there, and writing the agent's own
+// places or its devices, is not.
+func TestSandboxEscapeOpensOutsideAreRecorded(t *testing.T) {
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[bwrap]\nrecord_opens = true\n")
+	script := attempt("create", "echo x > /etc/planted") + attempt("touch", "touch /usr/planted") +
+		attempt("append", "echo x >> /etc/hosts") + attempt("truncate", ": > /etc/hosts") +
+		attempt("relative", "cd /usr/bin && echo x > ../planted2") +
+		"cat /etc/hosts /etc/passwd >/dev/null && echo ok > /work/a && echo ok > /tmp/t && echo ok > ~/h && " +
+		"echo ok > /dev/shm/s && echo ok > /dev/null && echo ok >> /tmp/t && touch /work/a && echo OWN-OK\n"
+	x, out := runAgent(t, repo, script)
+	requireBlocked(t, out, "create", "touch", "append", "truncate", "relative")
+	if !strings.Contains(out, "OWN-OK") {
+		t.Fatalf("writing the agent's own places failed:\n%s", out)
+	}
+	want := map[string]int{"/etc/planted": 1, "/usr/planted": 1, "/etc/hosts": 2, "/usr/planted2": 1}
+	if got := writeOutsideFindings(x); !maps.Equal(got, want) {
+		t.Errorf("recorded %v, want %v; findings %+v", got, want, x.Lease.Findings)
+	}
+
+	// Without the policy, opens are not looked at.
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, "")
+	x, out = runAgent(t, repo, attempt("create", "echo x > /etc/planted"))
+	requireBlocked(t, out, "create")
+	if got := writeOutsideFindings(x); len(got) != 0 {
+		t.Errorf("recorded %v without record_opens", got)
 	}
 }
 

@@ -151,6 +151,12 @@ var narrowing = map[string]narrowRule{
 		}
 		return ""
 	},
+	"bwrap.record_opens": func(req, trusted *Policy) string {
+		if !req.Bwrap.RecordOpens && trusted.Bwrap.RecordOpens {
+			return wider(false, true)
+		}
+		return ""
+	},
 	"crabbox.pass_env":       trustedOnly("it lets variables of your environment steer crabbox"),
 	"bases.max_age":          trustedOnly(sharedBases),
 	"bases.max_bytes":        trustedOnly(sharedBases),

@@ -80,11 +80,14 @@ type RevokePolicy struct {
 // findings without quarantining the result (critical ones do otherwise);
 // a .lease.toml may only name fewer. RequireRecording refuses a
 // start where the sandbox could not record escape attempts; a .lease.toml
-// may set it, never unset it.
+// may set it, never unset it. RecordOpens records the opens that would
+// write outside the agent's places too, at a cost to every open that asks
+// to write (see the README); a .lease.toml may set it, never unset it.
 type BwrapPolicy struct {
 	SeccompAllow     []string `toml:"seccomp_allow" json:"seccomp_allow"`
 	TolerateEscapes  []string `toml:"tolerate_escapes" json:"tolerate_escapes"`
 	RequireRecording bool     `toml:"require_recording" json:"require_recording"`
+	RecordOpens      bool     `toml:"record_opens" json:"record_opens"`
 }
 
 // Limits bound one agent run.
@@ -266,7 +269,7 @@ var policyKeys = []string{
 	"provider", "limits.wall", "limits.cpu", "limits.memory", "limits.processes", "limits.disk", "limits.output",
 	"limits.require_cgroup", "read_only", "network.allow", "credentials", "result.max_files", "result.max_bytes",
 	"result.max_binary_files", "result.symlinks", "result.submodules", "result.protected", "result.accept_at_apply", "checks",
-	"bwrap.seccomp_allow", "bwrap.tolerate_escapes", "bwrap.require_recording", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
+	"bwrap.seccomp_allow", "bwrap.tolerate_escapes", "bwrap.require_recording", "bwrap.record_opens", "crabbox.provider", "crabbox.sandboxed", "crabbox.bin", "crabbox.ttl", "crabbox.idle_timeout", "crabbox.max_copy_bytes",
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.

@@ -123,7 +123,8 @@ func TestSandboxCannotReadHomeOrTheLaunchersSecrets(t *testing.T) {
 		attempt("proc-secret", splitGrep("cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ", "s3cr3t-from-the-launcher")) +
 		attempt("proc-paths", splitGrep("cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ", repo.CommonDir)) +
 		attempt("ssh-agent", "test -n \"$SSH_AUTH_SOCK\"") +
-		attempt("docker-socket", "test -e /var/run/docker.sock -o -e /run/docker.sock")
+		// The docker socket there is a decoy that hangs up: no daemon answers.
+		attempt("docker-socket", `perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => shift) or exit 1; print $s "GET /_ping HTTP/1.0\r\n\r\n"; exit(defined(<$s>) ? 0 : 1)' /var/run/docker.sock`)
 	_, out := runAgent(t, repo, script)
 	requireBlocked(t, out, "home-netrc", "home-ssh", "env", "proc-environ", "proc-secret", "proc-paths", "ssh-agent", "docker-socket")
 }

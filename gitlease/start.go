@@ -357,6 +357,7 @@ func (x *Execution) spec() sandbox.Spec {
 		ReadOnlyWork:           x.Lease.ReadOnlyWork,
 		SeccompAllow:           x.Lease.Policy.Bwrap.SeccompAllow,
 		RequireEscapeRecording: x.Lease.Policy.Bwrap.RequireRecording,
+		RecordOpens:            x.Lease.Policy.Bwrap.RecordOpens,
 		Limits: sandbox.Limits{
 			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
 			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),

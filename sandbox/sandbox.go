@@ -60,6 +60,10 @@ type Spec struct {
 	// agent's escape attempts (see EscapeRecorder) refuse to start
 	// (ErrUnavailable) instead of running unrecorded.
 	RequireEscapeRecording bool
+	// RecordOpens makes a provider that records escape attempts record
+	// the opens that would write outside the agent's places too, at a cost
+	// to every open that asks to write.
+	RecordOpens bool
 }
 
 // LayerMarks makes the entries of a layer that hide what the layers below

@@ -147,6 +147,10 @@ func newSandboxView(spec sandbox.Spec, cmd sandbox.Command, served *Served) (*sa
 	for _, d := range scratchDirs {
 		v.add("--bind", path.Join(stageDir, stageScratch, d.name), d.dest)
 	}
+	// Where the decoy docker socket appears (see decoys.go). /run holds
+	// the lease's files, so /var/run is the directory and /run has a link.
+	v.add("--ro-bind", path.Join(stageDir, stageScratch, decoyRun), "/var/run",
+		"--symlink", path.Join("/var/run", dockerSocket), path.Join("/run", dockerSocket))
 	// Shared paths come after the tmpfs mounts, which would hide them.
 	for _, ro := range spec.ReadOnly {
 		v.stageBind(ro, ro, false)

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/git-lease/git-lease/sandbox"
 )
 
@@ -224,11 +226,11 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, err
 		}
 	}
-	filter, err := seccompFilter(spec.SeccompAllow, false)
+	filter, err := seccompFilter(spec.SeccompAllow, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
-	notify, _ := seccompFilter(spec.SeccompAllow, true) // the same program but for its answers
+	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
 	init := initSpec{
 		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
 		Seccomp: filter, Notify: notify,
@@ -332,7 +334,11 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 	}
-	rec, err := receiveListener(mountsHost)
+	docker, err := receiveDecoy(mountsHost)
+	var rec *recorder
+	if err == nil {
+		rec, err = receiveListener(mountsHost)
+	}
 	if err == nil && rec.unavailable != "" && spec.RequireEscapeRecording {
 		err = fmt.Errorf("%w: policy sets bwrap.require_recording, and the sandbox cannot record escape attempts here: %s", sandbox.ErrUnavailable, rec.unavailable)
 	}
@@ -340,6 +346,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		err = waitReady(ctx, readyR, proc)
 	}
 	if err != nil {
+		if docker >= 0 {
+			unix.Close(docker)
+		}
 		proc.Kill()
 		goW.Close()
 		proc.Wait()
@@ -350,7 +359,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)
 	lim.openScratch(c.Process.Pid)
-	rec.decoys = watchDecoys(c.Process.Pid, rec)
+	rec.decoys = watchDecoys(c.Process.Pid, first, docker, rec)
 	shared.open(c.Process.Pid)
 	return &process{Proc: proc, sharedFiles: shared, counters: openCounters(first), recorder: rec, holders: []int{c.Process.Pid, first}}, nil
 }

@@ -103,9 +103,8 @@ func (r *recorder) serve() {
 		}
 		resp := seccompNotifResp{id: n.id, flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
 		if w, watched := findWatched(uint32(n.nr)); watched && r.enforce.Load() {
-			paths := writtenPaths(n.pid, w, n.args)
-			for _, p := range paths {
-				if outside(p, r.shared) && !(w.mkdir && exists(n.pid, p)) && notificationValid(r.listener, n.id) {
+			for _, p := range writesOutside(&n, w, r.shared) {
+				if notificationValid(r.listener, n.id) {
 					r.record("write-outside", w.name, p)
 				}
 			}

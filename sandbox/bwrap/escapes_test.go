@@ -7,15 +7,16 @@ import (
 )
 
 // The recording filter sends the recorder exactly what the errno filter
-// refuses (but glibc's clone3 probe), and the write-class calls; the
-// recorder finds the same rule for each, and so the same errno.
+// refuses (but glibc's clone3 probe), and the write-class calls, opens
+// only when they ask to write; the recorder finds the same rule for each,
+// and so the same errno.
 func TestRecordingFilterNotifiesWhatTheFilterRefuses(t *testing.T) {
 	arch := nativeArch(t)
-	refusing, err := seccompFilter(nil, false)
+	refusing, err := seccompFilter(nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recording, err := seccompFilter(nil, true)
+	recording, err := seccompFilter(nil, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +28,9 @@ func TestRecordingFilterNotifiesWhatTheFilterRefuses(t *testing.T) {
 		{nr: unix.SYS_PERSONALITY, args: [6]uint64{0x0040000}},
 		{nr: unix.SYS_PERSONALITY, args: [6]uint64{0xffffffff}},
 		{nr: unix.SYS_OPENAT, args: [6]uint64{0, 0, unix.O_WRONLY | unix.O_CREAT}},
+		{nr: unix.SYS_OPENAT, args: [6]uint64{0, 0, unix.O_RDONLY | unix.O_CLOEXEC | unix.O_DIRECTORY}},
+		{nr: unix.SYS_OPENAT, args: [6]uint64{0, 0, 1<<32 | unix.O_RDWR}},
+		{nr: unix.SYS_OPENAT, args: [6]uint64{0, 0, unix.O_RDONLY | unix.O_TRUNC}},
 	}
 	for nr := uint32(0); nr < 500; nr++ {
 		calls = append(calls, seccompCall{nr: nr})
@@ -38,7 +42,8 @@ func TestRecordingFilterNotifiesWhatTheFilterRefuses(t *testing.T) {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("syscall %d: %v %v", c.nr, err1, err2)
 		}
-		_, watched := findWatched(c.nr)
+		w, watched := findWatched(c.nr)
+		watched = watched && (w.check == nil || w.check.matches(uint32(c.args[w.check.arg])))
 		entry, rule, found := refusal(c.nr, c.args)
 		switch {
 		case c.nr == unix.SYS_CLONE3:

@@ -23,7 +23,8 @@ const InitArg = "__sandbox-init"
 // The init's descriptors, as the host hands them over: the spec, the
 // gate's ready and go pipes (which cross into the sandbox, to its PID 1),
 // and the socket on which the host sends the stages' mounts (root only)
-// and the init returns its seccomp filter's listener.
+// and the init returns the decoy docker socket and its seccomp filter's
+// listener.
 const (
 	fdSpec   = 3
 	fdReady  = 4
@@ -101,6 +102,9 @@ func initSandbox() error {
 	}
 	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD)}
 	keep := []int{fdReady, fdGo, argsFD}
+	if err := sendDecoy(fdMounts, listenDecoy()); err != nil {
+		return fmt.Errorf("hand over the decoy socket: %w", err)
+	}
 	listener, notifyErr := installRecorded(spec.Notify)
 	if err := sendListener(fdMounts, listener, notifyErr); err != nil {
 		return fmt.Errorf("hand over the seccomp listener: %w", err)

@@ -206,10 +206,11 @@ func CheckSeccompAllow(allow []string) error {
 // notify, a refused call that is not probed goes to the filter's listener
 // (SECCOMP_RET_USER_NOTIF), whose holder records it and answers the rule's
 // errno (see recorder), and so do the write-class calls (see
-// watchedCalls); without, the kernel answers it. It fails on an
+// watchedCalls) and, with opens, the opens that ask to write (see
+// watchedOpens); without notify, the kernel answers it. It fails on an
 // unknown name, on an architecture it has no numbers for, and on a program
 // that classic BPF cannot hold.
-func seccompFilter(allow []string, notify bool) ([]byte, error) {
+func seccompFilter(allow []string, notify, opens bool) ([]byte, error) {
 	if err := CheckSeccompAllow(allow); err != nil {
 		return nil, err
 	}
@@ -241,7 +242,11 @@ func seccompFilter(allow []string, notify bool) ([]byte, error) {
 		}
 	}
 	if notify {
-		for _, w := range watchedCalls {
+		watched := watchedCalls
+		if opens {
+			watched = slices.Concat(watched, watchedOpens)
+		}
+		for _, w := range watched {
 			p.rule(seccompRule{nr: w.nr, check: w.check}, true)
 		}
 	}

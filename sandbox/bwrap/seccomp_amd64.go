@@ -16,14 +16,20 @@ var archSyscallNames = map[uint32]string{
 // archWatchedCalls are x86-64's older write-class calls, without a
 // directory descriptor.
 var archWatchedCalls = []watchedCall{
-	{unix.SYS_MKDIR, "mkdir", []pathArg{{-1, 0}}, nil, true},
-	{unix.SYS_MKNOD, "mknod", []pathArg{{-1, 0}}, nil, false},
-	{unix.SYS_UNLINK, "unlink", []pathArg{{-1, 0}}, nil, false},
-	{unix.SYS_RMDIR, "rmdir", []pathArg{{-1, 0}}, nil, false},
-	{unix.SYS_RENAME, "rename", []pathArg{{-1, 0}, {-1, 1}}, nil, false},
-	{unix.SYS_LINK, "link", []pathArg{{-1, 1}}, nil, false},
-	{unix.SYS_SYMLINK, "symlink", []pathArg{{-1, 1}}, nil, false},
-	{unix.SYS_CHMOD, "chmod", []pathArg{{-1, 0}}, nil, false},
-	{unix.SYS_CHOWN, "chown", []pathArg{{-1, 0}}, nil, false},
-	{unix.SYS_LCHOWN, "lchown", []pathArg{{-1, 0}}, nil, false},
+	{unix.SYS_MKDIR, "mkdir", []pathArg{{-1, 0}}, nil, true, nil},
+	{unix.SYS_MKNOD, "mknod", []pathArg{{-1, 0}}, nil, false, nil},
+	{unix.SYS_UNLINK, "unlink", []pathArg{{-1, 0}}, nil, false, nil},
+	{unix.SYS_RMDIR, "rmdir", []pathArg{{-1, 0}}, nil, false, nil},
+	{unix.SYS_RENAME, "rename", []pathArg{{-1, 0}, {-1, 1}}, nil, false, nil},
+	{unix.SYS_LINK, "link", []pathArg{{-1, 1}}, nil, false, nil},
+	{unix.SYS_SYMLINK, "symlink", []pathArg{{-1, 1}}, nil, false, nil},
+	{unix.SYS_CHMOD, "chmod", []pathArg{{-1, 0}}, nil, false, nil},
+	{unix.SYS_CHOWN, "chown", []pathArg{{-1, 0}}, nil, false, nil},
+	{unix.SYS_LCHOWN, "lchown", []pathArg{{-1, 0}}, nil, false, nil},
+}
+
+// archWatchedOpens are x86-64's older opens.
+var archWatchedOpens = []watchedCall{
+	{unix.SYS_OPEN, "open", []pathArg{{-1, 0}}, anyBit(1, writeIntent), false, flagsArg(1)},
+	{unix.SYS_CREAT, "creat", []pathArg{{-1, 0}}, nil, false, creatFlags},
 }

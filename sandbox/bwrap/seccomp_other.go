@@ -9,3 +9,6 @@ var (
 	ioportSyscalls, obsoleteSyscalls []uint32
 	archSyscallNames                 map[uint32]string
 )
+
+// The generic table has only the *at forms of the write-class calls.
+var archWatchedCalls, archWatchedOpens []watchedCall

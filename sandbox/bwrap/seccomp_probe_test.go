@@ -44,7 +44,7 @@ func probe(mode string) {
 		if filter && names != "" {
 			allow = strings.Split(names, ",")
 		}
-		prog, err := seccompFilter(allow, false)
+		prog, err := seccompFilter(allow, false, false)
 		if err == nil {
 			err = installFilter(prog)
 		}

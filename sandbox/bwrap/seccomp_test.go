@@ -83,7 +83,7 @@ const (
 
 func TestSeccompFilterStructure(t *testing.T) {
 	arch := nativeArch(t)
-	prog, err := seccompFilter(nil, false)
+	prog, err := seccompFilter(nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestSeccompFilterStructure(t *testing.T) {
 // known from the kernel's side, not from the table.
 func TestSeccompFilterDecisions(t *testing.T) {
 	arch := nativeArch(t)
-	prog, err := seccompFilter(nil, false)
+	prog, err := seccompFilter(nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +197,11 @@ func TestSeccompFilterRefusesEveryEntry(t *testing.T) {
 		}
 	}
 	for _, e := range seccompEntries {
-		full, err := seccompFilter(nil, false)
+		full, err := seccompFilter(nil, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		loosened, err := seccompFilter([]string{e.name}, false)
+		loosened, err := seccompFilter([]string{e.name}, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestSeccompFilterRefusesEveryEntry(t *testing.T) {
 			}
 		}
 	}
-	prog, _ := seccompFilter(nil, false)
+	prog, _ := seccompFilter(nil, false, false)
 	for nr := uint32(0); nr < 1024; nr++ {
 		if _, refused := seen[nr]; refused {
 			continue
@@ -230,7 +230,7 @@ func TestSeccompFilterRefusesEveryEntry(t *testing.T) {
 }
 
 func TestSeccompFilterUnknownNameListsTheKnown(t *testing.T) {
-	_, err := seccompFilter([]string{"keyring", "ptrace"}, false)
+	_, err := seccompFilter([]string{"keyring", "ptrace"}, false, false)
 	if err == nil || !strings.Contains(err.Error(), `"ptrace"`) || !strings.Contains(err.Error(), "keyring, mount, namespaces") {
 		t.Fatalf("got %v", err)
 	}
@@ -244,7 +244,7 @@ func TestSeccompFilterUnknownNameListsTheKnown(t *testing.T) {
 func BenchmarkSeccompFilter(b *testing.B) {
 	nativeArch(b)
 	for b.Loop() {
-		if _, err := seccompFilter([]string{"perf"}, false); err != nil {
+		if _, err := seccompFilter([]string{"perf"}, false, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -133,6 +133,9 @@ func stageAll(spec initSpec, fds []int) error {
 			return err
 		}
 	}
+	if err := os.Mkdir(filepath.Join(scratch, decoyRun), 0o755); err != nil {
+		return err
+	}
 	if err := writeDecoys(filepath.Join(scratch, "home")); err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 // (and the lease's writable files). Everything else is read-only and the
 // kernel refuses a write there, silently for the record. To record it, the
 // filter also sends the calls that create, remove, rename, chmod or link a
-// path (not open: see watchedCalls) to the recorder, which reads the path from the caller's
+// path, and the opens that ask to write, create or truncate (see
+// writeIntent), to the recorder, which reads the path from the caller's
 // memory, resolves it against the caller's directory or descriptor in its
 // own mount namespace, records it when it is outside those places, and
 // lets the kernel give its normal answer (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
@@ -24,8 +25,9 @@ import (
 
 // watchedCall is a call the recorder looks at: the arguments holding its
 // paths, each with the argument holding its directory descriptor (-1: the
-// path is relative to the working directory), and the flags that make it a
-// write, when not every call is one.
+// path is relative to the working directory), and, for an open, the test
+// of its flags that the filter makes (check) and how the recorder reads
+// them (flags).
 // A mkdir of a directory that exists writes nothing (mkdir -p makes one of
 // each ancestor), so it is recorded only when its path is free.
 type watchedCall struct {
@@ -34,35 +36,77 @@ type watchedCall struct {
 	paths []pathArg
 	check *argCheck
 	mkdir bool
+	flags openFlags
 }
 
 type pathArg struct{ dirfd, path int }
 
-// watchedCalls are the write-class calls of every architecture but open:
-// a build opens files to write by the ten thousand, and looking at each
-// costs it about a fifth of its CPU time (BenchmarkEscapeRecording), four
-// times the budget, while it removes, renames and creates directories by
-// the dozen. A write outside that begins with an open is refused by the
-// kernel all the same, unrecorded.
+// openFlags reads an open's flags from its arguments, or from the caller's
+// memory; nil for a call that is no open.
+type openFlags func(pid uint32, args [6]uint64) (uint64, bool)
+
+// writeIntent are the open flags that make an open a write. The filter
+// sends only the opens with one of them: a build opens files to read many
+// times more often than to write, and an open the filter lets through
+// costs it next to nothing.
+const writeIntent = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+
+// flagsArg reads an open's flags from argument i.
+func flagsArg(i int) openFlags {
+	return func(_ uint32, args [6]uint64) (uint64, bool) { return args[i], true }
+}
+
+// creatFlags are creat's, which takes none.
+func creatFlags(uint32, [6]uint64) (uint64, bool) {
+	return unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, true
+}
+
+// openHowFlags reads openat2's flags, the first field of its struct
+// open_how, from the caller's memory: the filter cannot, so it sends every
+// openat2, which glibc and Go never make for an ordinary open.
+func openHowFlags(pid uint32, args [6]uint64) (uint64, bool) {
+	var b [8]byte
+	n, err := unix.ProcessVMReadv(int(pid), []unix.Iovec{{Base: &b[0], Len: 8}}, []unix.RemoteIovec{{Base: uintptr(args[2]), Len: 8}}, 0)
+	if err != nil || n != 8 {
+		return 0, false
+	}
+	return *(*uint64)(unsafe.Pointer(&b[0])), true
+}
+
+// watchedCalls are the write-class calls of every architecture but open.
 var watchedCalls = append([]watchedCall{
-	{unix.SYS_MKDIRAT, "mkdirat", []pathArg{{0, 1}}, nil, true},
-	{unix.SYS_MKNODAT, "mknodat", []pathArg{{0, 1}}, nil, false},
-	{unix.SYS_UNLINKAT, "unlinkat", []pathArg{{0, 1}}, nil, false},
-	{unix.SYS_RENAMEAT, "renameat", []pathArg{{0, 1}, {2, 3}}, nil, false},
-	{unix.SYS_RENAMEAT2, "renameat2", []pathArg{{0, 1}, {2, 3}}, nil, false},
-	{unix.SYS_LINKAT, "linkat", []pathArg{{2, 3}}, nil, false},
-	{unix.SYS_SYMLINKAT, "symlinkat", []pathArg{{1, 2}}, nil, false},
-	{unix.SYS_FCHMODAT, "fchmodat", []pathArg{{0, 1}}, nil, false},
-	{unix.SYS_FCHMODAT2, "fchmodat2", []pathArg{{0, 1}}, nil, false},
-	{unix.SYS_FCHOWNAT, "fchownat", []pathArg{{0, 1}}, nil, false},
-	{unix.SYS_TRUNCATE, "truncate", []pathArg{{-1, 0}}, nil, false},
+	{unix.SYS_MKDIRAT, "mkdirat", []pathArg{{0, 1}}, nil, true, nil},
+	{unix.SYS_MKNODAT, "mknodat", []pathArg{{0, 1}}, nil, false, nil},
+	{unix.SYS_UNLINKAT, "unlinkat", []pathArg{{0, 1}}, nil, false, nil},
+	{unix.SYS_RENAMEAT, "renameat", []pathArg{{0, 1}, {2, 3}}, nil, false, nil},
+	{unix.SYS_RENAMEAT2, "renameat2", []pathArg{{0, 1}, {2, 3}}, nil, false, nil},
+	{unix.SYS_LINKAT, "linkat", []pathArg{{2, 3}}, nil, false, nil},
+	{unix.SYS_SYMLINKAT, "symlinkat", []pathArg{{1, 2}}, nil, false, nil},
+	{unix.SYS_FCHMODAT, "fchmodat", []pathArg{{0, 1}}, nil, false, nil},
+	{unix.SYS_FCHMODAT2, "fchmodat2", []pathArg{{0, 1}}, nil, false, nil},
+	{unix.SYS_FCHOWNAT, "fchownat", []pathArg{{0, 1}}, nil, false, nil},
+	{unix.SYS_TRUNCATE, "truncate", []pathArg{{-1, 0}}, nil, false, nil},
 }, archWatchedCalls...)
+
+// watchedOpens are the opens that ask to write, which the filter sends
+// only where trusted policy asks for them ([bwrap] record_opens): a build
+// opens files to write by the ten thousand, and each sent one costs it a
+// round trip to the recorder, several times the budget of 5% on the
+// build-like benchmark (BenchmarkEscapeRecording, and see the README).
+// A write outside that begins with an open is refused by the kernel all
+// the same.
+var watchedOpens = append([]watchedCall{
+	{unix.SYS_OPENAT, "openat", []pathArg{{0, 1}}, anyBit(2, writeIntent), false, flagsArg(2)},
+	{unix.SYS_OPENAT2, "openat2", []pathArg{{0, 1}}, nil, false, openHowFlags},
+}, archWatchedOpens...)
 
 // findWatched finds the watched call nr, if it is one.
 func findWatched(nr uint32) (watchedCall, bool) {
-	for _, w := range watchedCalls {
-		if w.nr == nr {
-			return w, true
+	for _, list := range [][]watchedCall{watchedCalls, watchedOpens} {
+		for _, w := range list {
+			if w.nr == nr {
+				return w, true
+			}
 		}
 	}
 	return watchedCall{}, false
@@ -146,10 +190,67 @@ func readString(pid int, addr uintptr) (string, bool) {
 	return "", false
 }
 
-// exists reports whether p is a file in pid's view.
-func exists(pid uint32, p string) bool {
+// writesOutside returns the paths outside the agent's places that the
+// watched call w (notification n) would write, as the agent gave them.
+// A path inside costs one read of the caller's memory (and of its
+// directory's link, for a relative path): a build's writes are answered
+// as fast as that.
+func writesOutside(n *seccompNotif, w watchedCall, shared map[string]string) []string {
+	var out []string
+	for _, p := range writtenPaths(n.pid, w, n.args) {
+		if !outside(p, shared) {
+			continue
+		}
+		if w.mkdir {
+			if _, err := statIn(n.pid, p, false); err == nil {
+				continue
+			}
+		}
+		if w.flags != nil && !openWrites(n.pid, p, w.flags, n.args) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// openWrites reports whether an open of p, with the flags that read
+// returns, would write the tree: one that asks to write (or truncate) a regular
+// file, or to create a file that is not there. A device, FIFO or socket
+// opened to write is written without writing the tree, and O_CREAT alone
+// opens a file that exists to read.
+func openWrites(pid uint32, p string, read openFlags, args [6]uint64) bool {
+	flags, ok := read(pid, args)
+	if !ok || flags&unix.O_PATH != 0 || flags&writeIntent == 0 {
+		return false
+	}
+	st, err := statIn(pid, p, flags&unix.O_NOFOLLOW == 0)
+	if err != nil {
+		return flags&unix.O_CREAT != 0
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_TRUNC) != 0
+}
+
+// statIn stats p, an absolute path, in pid's view, following a symlink at
+// its end when follow says so; every symlink on the way resolves within
+// pid's root, never out of the sandbox.
+func statIn(pid uint32, p string, follow bool) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	return unix.Lstat("/proc/"+strconv.Itoa(int(pid))+"/root"+p, &st) == nil
+	root, err := unix.Open("/proc/"+strconv.Itoa(int(pid))+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(root)
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	if !follow {
+		how.Flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Openat2(root, p, &how)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(fd)
+	return st, unix.Fstat(fd, &st)
 }
 
 func readlink(p string) (string, error) {
