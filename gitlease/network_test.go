@@ -198,3 +198,39 @@ func runLease(t *testing.T, repo *refs.Repo, opts StartOptions, script string) (
 	}
 	return x, out.String()
 }
+
+// TestSandboxReachesAHostServiceAsHostLeaseInternal has a service on the
+// host's loopback, allowed in trusted policy as 127.0.0.1:PORT, that the
+// agent reaches as host.lease.internal:PORT with its proxy environment as
+// given (NO_PROXY included), and nothing else of the host's loopback.
+func TestSandboxReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
+	needCurl(t)
+	api := newStandInAPI(t, false)
+	other, otherAccepted := countingListener(t)
+	fakeDNS(t, nil)
+	p := api.port()
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, fmt.Sprintf("[network]\nallow = [\"127.0.0.1:%d\"]\n", p))
+	curl := "curl -fsS --max-time 10 "
+	script := fmt.Sprintf(curl+"http://%s:%d/model\n", netproxy.HostAlias, p) +
+		attempt("other-port", fmt.Sprintf(curl+"http://%s:%d/", netproxy.HostAlias, other)) +
+		attempt("own-loopback", fmt.Sprintf(curl+"http://127.0.0.1:%d/", p))
+	x, out := runLease(t, repo, StartOptions{}, script)
+	if !strings.Contains(out, "api-ok /model") || api.requests.Load() != 1 {
+		t.Fatalf("the host's service was not reached by its alias (%d requests):\n%s", api.requests.Load(), out)
+	}
+	requireBlocked(t, out, "other-port", "own-loopback")
+	if n := otherAccepted.Load(); n != 0 {
+		t.Fatalf("the host's other port accepted %d connections", n)
+	}
+	if f := findingAt(x, RuleNetworkRefused, fmt.Sprintf("%s:%d", netproxy.HostAlias, other)); f == nil || !strings.HasPrefix(f.Detail, netproxy.ReasonNotAllowlisted) {
+		t.Errorf("the other port's refusal: %+v", x.Lease.Findings)
+	}
+	var events netproxy.Summary
+	b, err := x.Repo.ReadFile(x.Tip, networkFile, 1<<20)
+	if err != nil || json.Unmarshal(b, &events) != nil || len(events.Events) != 2 {
+		t.Fatalf("network.json (%v): %s", err, b)
+	}
+	if ev := events.Events[0]; ev.Dest != fmt.Sprintf("%s:%d", netproxy.HostAlias, p) || ev.Addr != fmt.Sprintf("127.0.0.1:%d", p) || !ev.Allowed {
+		t.Fatalf("the event names %+v", ev)
+	}
+}
