@@ -185,7 +185,7 @@ func networkLine(l *gitlease.Lease) string {
 		s = strings.Join(l.Policy.Network.Allow, ", ")
 	}
 	if n := l.Network; n != nil {
-		s += fmt.Sprintf(" (%d allowed, %d refused, %d bytes in, %d out", n.Allowed, n.Refused, n.BytesDown, n.BytesUp)
+		s += fmt.Sprintf(" (%d allowed, %d failed, %d refused, %d bytes in, %d out", n.Allowed, n.Failed, n.Refused, n.BytesDown, n.BytesUp)
 		if b := n.Bypass.NoRoute + n.Bypass.ClosedUDP; b > 0 {
 			s += fmt.Sprintf("; %d sent around the proxy", b)
 		}

@@ -110,7 +110,12 @@ func TestDecisions(t *testing.T) {
 			if resp.StatusCode != c.status {
 				t.Fatalf("CONNECT %s: %s, want %d", c.dest, resp.Status, c.status)
 			}
-			ev := summaryAfterClose(p).Events[0]
+			s := summaryAfterClose(p)
+			ev := s.Events[0]
+			totals := map[int][3]int{200: {1, 0, 0}, 502: {0, 1, 0}, 403: {0, 0, 1}}
+			if got := [3]int{s.Allowed, s.Failed, s.Refused}; got != totals[c.status] {
+				t.Fatalf("allowed, failed, refused: %v, want %v", got, totals[c.status])
+			}
 			refused := c.status == 403
 			if ev.Reason != c.reason || ev.Allowed == refused {
 				t.Fatalf("event %+v, want reason %q", ev, c.reason)
