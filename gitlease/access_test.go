@@ -191,8 +191,8 @@ func TestCredentialsComeOnlyWhenAsked(t *testing.T) {
 }
 
 func TestFindAgentLooksWhereTheSandboxLooks(t *testing.T) {
-	if p, err := findAgent("sh", nil, true); err != nil || !strings.HasSuffix(p, "/sh") {
-		t.Fatalf("sh: %q %v", p, err)
+	if p, err := findAgent("sh", nil, true); err != nil || !strings.HasSuffix(p.Path, "/sh") || p.InHome {
+		t.Fatalf("sh: %+v %v", p, err)
 	}
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "hidden-agent"), []byte("#!/bin/sh\n"), 0o755))

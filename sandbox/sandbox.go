@@ -38,6 +38,9 @@ type Spec struct {
 	Limits Limits
 	// ReadOnly lists extra host paths the agent may read (never write).
 	ReadOnly []string
+	// PATH lists directories of ReadOnly that the agent's PATH adds after
+	// the system's (an interpreter installed in the user's home).
+	PATH []string
 	// ProxySocket, when set, is the host path of the Unix socket on which
 	// the lease's network proxy listens: the provider makes it the agent's
 	// only way out, through a forwarder on the sandbox's loopback that the
