@@ -73,10 +73,10 @@ func TestInstallDir(t *testing.T) {
 	}
 }
 
-// TestSandboxRunsAnAgentInstalledUnderTheHome runs the agent that
+// TestSandboxPresetInstalledUnderTheHomeRuns runs the agent that
 // homeInstall made as a preset: it runs with its interpreter and its
 // package's files, and sees nothing else of the home.
-func TestSandboxRunsAnAgentInstalledUnderTheHome(t *testing.T) {
+func TestSandboxPresetInstalledUnderTheHomeRuns(t *testing.T) {
 	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[agents.fake]\ncommand = [\"fake-agent\", \"{prompt}\"]\n")
 	home := t.TempDir()
 	homeInstall(t, home, `. "$(dirname "$0")/../node_modules/dep/lib.sh"

@@ -200,11 +200,11 @@ func runLease(t *testing.T, repo *refs.Repo, opts StartOptions, script string) (
 	return x, out.String()
 }
 
-// TestSandboxReachesAHostServiceAsHostLeaseInternal has a service on the
+// TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal has a service on the
 // host's loopback, allowed in trusted policy as 127.0.0.1:PORT, that the
 // agent reaches as host.lease.internal:PORT with its proxy environment as
 // given (NO_PROXY included), and nothing else of the host's loopback.
-func TestSandboxReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
+func TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
 	needCurl(t)
 	api := newStandInAPI(t, false)
 	other, otherAccepted := countingListener(t)

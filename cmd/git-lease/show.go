@@ -68,6 +68,12 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		base += " (" + escape.Line(strings.TrimPrefix(l.BaseRef, "refs/heads/")) + ")"
 	}
 	fmt.Fprintf(w, "base:     %s\n", base)
+	if l.RebasedFrom != "" {
+		fmt.Fprintf(w, "rebased:  from lease %s\n", l.RebasedFrom)
+	}
+	if l.RebasedTo != "" {
+		fmt.Fprintf(w, "rebased:  as lease %s, which is the one to review (git lease show %s)\n", l.RebasedTo, l.RebasedTo.Short())
+	}
 	if r := l.Result; r != nil {
 		if len(r.Checks) > 0 {
 			fmt.Fprintf(w, "checks:   %s\n", checksLine(r.Checks))
