@@ -17,7 +17,7 @@ var identLine = regexp.MustCompile(`^(.*) <(.*)> (\d+) ([+-]\d{4})$`)
 // ident is the committer identity git would use, read once per process.
 type ident struct {
 	name, email string
-	placeholder bool // git has none: git-lease's own
+	placeholder bool       // git has none: git-lease's own
 	pinned      *time.Time // from GIT_COMMITTER_DATE, which pins every timestamp
 }
 
