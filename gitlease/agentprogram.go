@@ -17,9 +17,10 @@ type agentProgram struct {
 	// Path is the program to run: as given, found on the sandbox's PATH,
 	// or, for one installed under the user's home, its real path.
 	Path string
-	// InHome is true when the program is installed under the user's home,
-	// where the sandbox's PATH does not look: the lease runs Path.
-	InHome bool
+	// ByPath is true when the sandbox's PATH does not find the program
+	// (it is installed under the user's home, or in a visible directory
+	// off that PATH, such as /opt/agents/bin): the lease runs Path.
+	ByPath bool
 	// Binds are install directories under the user's home that the
 	// sandbox binds read-only at their host paths: the program's and its
 	// interpreter's (see installDir).
@@ -89,6 +90,9 @@ func locate(program string, readOnly []string) (agentProgram, error) {
 	if err != nil {
 		return agentProgram{}, fmt.Errorf("is installed at %s, which does not resolve: %v", found, err)
 	}
+	if bwrap.Visible(real, readOnly) {
+		return agentProgram{Path: real, ByPath: true}, nil
+	}
 	home, _ := os.UserHomeDir()
 	if home == "" || !strings.HasPrefix(real, home+"/") {
 		return agentProgram{}, fmt.Errorf("is installed at %s, which a sandboxed lease cannot see: install it system-wide (under /usr/local or /opt), or add its directory to the preset's read_only in trusted policy", real)
@@ -97,7 +101,7 @@ func locate(program string, readOnly []string) (agentProgram, error) {
 	if dir == home {
 		return agentProgram{}, fmt.Errorf("is installed at %s, directly in your home, which a lease never binds: move it into a directory of its own", real)
 	}
-	return agentProgram{Path: real, InHome: true, Binds: []string{dir}}, nil
+	return agentProgram{Path: real, ByPath: true, Binds: []string{dir}}, nil
 }
 
 // installDir is the narrowest directory that holds a program installed

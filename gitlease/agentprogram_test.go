@@ -38,7 +38,7 @@ func TestFindAgentBindsAnInstallUnderTheHomeNarrowly(t *testing.T) {
 	}
 	pkg := filepath.Join(home, ".npm-global/lib/node_modules/@fake/agent")
 	nodeBin := filepath.Join(home, ".nvm/versions/node/v1/bin")
-	if p.Path != filepath.Join(pkg, "bin/agent.js") || !p.InHome || !slices.Equal(p.Binds, []string{pkg, nodeBin}) || !slices.Equal(p.PATH, []string{nodeBin}) {
+	if p.Path != filepath.Join(pkg, "bin/agent.js") || !p.ByPath || !slices.Equal(p.Binds, []string{pkg, nodeBin}) || !slices.Equal(p.PATH, []string{nodeBin}) {
 		t.Fatalf("found %+v", p)
 	}
 	if q, err := findAgent(filepath.Join(home, ".npm-global/bin/fake-agent"), nil, true); err != nil || q.Path != p.Path {

@@ -80,7 +80,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		if err != nil {
 			return x.fail(ctx, err.Error(), err)
 		}
-		if prog.InHome {
+		if prog.ByPath {
 			l.command = append([]string{prog.Path}, l.command[1:]...)
 		}
 		spec.ReadOnly = append(slices.Clone(spec.ReadOnly), prog.Binds...)
