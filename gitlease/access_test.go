@@ -191,8 +191,8 @@ func TestCredentialsComeOnlyWhenAsked(t *testing.T) {
 }
 
 func TestFindAgentLooksWhereTheSandboxLooks(t *testing.T) {
-	if p, err := findAgent("sh", nil, true); err != nil || !strings.HasSuffix(p, "/sh") {
-		t.Fatalf("sh: %q %v", p, err)
+	if p, err := findAgent("sh", nil, true); err != nil || !strings.HasSuffix(p.Path, "/sh") || p.ByPath {
+		t.Fatalf("sh: %+v %v", p, err)
 	}
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "hidden-agent"), []byte("#!/bin/sh\n"), 0o755))
@@ -202,6 +202,11 @@ func TestFindAgentLooksWhereTheSandboxLooks(t *testing.T) {
 	}
 	if _, err := findAgent(filepath.Join(dir, "hidden-agent"), []string{dir}, true); err != nil {
 		t.Fatalf("an agent under a read-only path: %v", err)
+	}
+	// On your PATH, off the sandbox's, in a directory the sandbox shows:
+	// the lease runs it by its path.
+	if p, err := findAgent("hidden-agent", []string{dir}, true); err != nil || p.Path != filepath.Join(dir, "hidden-agent") || !p.ByPath {
+		t.Fatalf("an agent on your PATH under a read-only path: %+v %v", p, err)
 	}
 	if _, err := findAgent("hidden-agent", nil, false); err != nil {
 		t.Fatalf("trusted_local finds agents on your PATH: %v", err)

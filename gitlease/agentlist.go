@@ -2,16 +2,11 @@ package gitlease
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
-	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
 // AgentInfo is one agent preset as git lease agents shows it.
@@ -45,44 +40,12 @@ func Agents(repo *refs.Repo, names ...string) ([]AgentInfo, error) {
 			continue
 		}
 		info := AgentInfo{Name: p.Name, Source: p.Source, AgentPreset: p.AgentPreset}
-		if path, err := findAgent(p.Command[0], union(eff.ReadOnly, p.ReadOnly), true); err != nil {
+		if prog, err := findAgent(p.Command[0], union(eff.ReadOnly, p.ReadOnly), true); err != nil {
 			info.Missing = err.Error()
 		} else {
-			info.Installed = path
+			info.Installed = prog.Path
 		}
 		out = append(out, info)
 	}
 	return out, nil
-}
-
-// findAgent finds an agent's program as a lease will run it: for a
-// sandboxed lease, on the sandbox's PATH and visible inside (in a system
-// directory or a read-only path); otherwise on the user's PATH.
-func findAgent(program string, readOnly []string, sandboxed bool) (string, error) {
-	if !filepath.IsAbs(program) && strings.Contains(program, "/") {
-		return program, nil // in the lease's own tree: it is there or not when the agent starts
-	}
-	if !sandboxed {
-		path, err := exec.LookPath(program)
-		if err != nil {
-			return "", fmt.Errorf("agent program %s is not installed (not on your PATH)", program)
-		}
-		return path, nil
-	}
-	candidates := []string{program}
-	if !strings.Contains(program, "/") {
-		candidates = nil
-		for _, dir := range filepath.SplitList(bwrap.AgentPATH) {
-			candidates = append(candidates, filepath.Join(dir, program))
-		}
-	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && bwrap.Visible(c, readOnly) {
-			return c, nil
-		}
-	}
-	if path, err := exec.LookPath(program); err == nil {
-		return "", fmt.Errorf("agent program %s is installed at %s, which a sandboxed lease cannot see: install it system-wide (under /usr/local or /opt), or add its directory to the preset's read_only in trusted policy", program, path)
-	}
-	return "", fmt.Errorf("agent program %s is not installed (a sandboxed lease looks in %s and policy's read_only paths)", program, bwrap.AgentPATH)
 }

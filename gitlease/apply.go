@@ -33,6 +33,10 @@ type ApplyOptions struct {
 	// Accept accepts the findings that policy lets wait for acceptance at
 	// apply (result.accept_at_apply); without it such a lease is refused.
 	Accept bool
+	// Message, when set, is the message of the commit the target moves
+	// to: the result's tree committed again on the same parents, by the
+	// user's identity, with a Lease-ID trailer.
+	Message string
 }
 
 // Apply moves the target branch to the lease's result in one update-ref
@@ -86,16 +90,43 @@ func Apply(ctx context.Context, x *Execution, opts ApplyOptions) error {
 	if err != nil {
 		return err
 	}
+	recommit := opts.Message != "" || x.byPlaceholder()
+	if (recommit || len(opts.Only) > 0) && !x.Repo.HasIdentity() {
+		return fmt.Errorf("git has no identity to author the commit that apply puts on %s (it would be git-lease <%s>): set git config user.name and user.email, then apply again", strings.TrimPrefix(target, "refs/heads/"), refs.PlaceholderEmail)
+	}
+
 	// Applies take turns from reading the target to updating the checkout:
 	// another apply between our check that the checkout is clean and our
 	// update of it would make the checkout look dirty, or the target look
 	// unmoved, to the loser.
-	return x.Repo.Locked("apply", func() error { return x.applyTo(ctx, target, opts.Only, accepted) })
+	return x.Repo.Locked("apply", func() error { return x.applyTo(ctx, target, opts, recommit, accepted) })
+}
+
+// byPlaceholder reports whether the result commit was authored by
+// git-lease's placeholder identity (it was collected where git had none).
+func (x *Execution) byPlaceholder() bool {
+	c, err := x.Repo.Commit(plumbing.NewHash(x.Lease.Result.Commit))
+	return err == nil && c.Author.Email == refs.PlaceholderEmail
+}
+
+// recommit commits commit's tree again on its parents, by the user's
+// identity, with message and a Lease-ID trailer, or with commit's own
+// message when message is "".
+func (x *Execution) recommit(commit plumbing.Hash, message string) (plumbing.Hash, error) {
+	c, err := x.Repo.Commit(commit)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	msg := c.Message
+	if message != "" {
+		msg = strings.TrimRight(message, "\n") + "\n\nLease-ID: " + string(x.Lease.ID) + "\n"
+	}
+	return x.Repo.WriteCommit(c.TreeHash, c.ParentHashes, msg)
 }
 
 // applyTo does the apply once the result has verified and target is known,
 // holding the repository's apply lock.
-func (x *Execution) applyTo(ctx context.Context, target string, only, accepted []string) error {
+func (x *Execution) applyTo(ctx context.Context, target string, opts ApplyOptions, recommit bool, accepted []string) error {
 	expected := plumbing.NewHash(x.Lease.Base)
 	if x.Lease.SnapshotOf != "" {
 		expected = plumbing.NewHash(x.Lease.SnapshotOf)
@@ -113,8 +144,13 @@ func (x *Execution) applyTo(ctx context.Context, target string, only, accepted [
 	commit := plumbing.NewHash(x.Lease.Result.Commit)
 	files := map[string][]byte{}
 	var paths []string
-	if len(only) > 0 {
-		if commit, files, paths, err = x.promote(ctx, only); err != nil {
+	if len(opts.Only) > 0 {
+		if commit, files, paths, err = x.promote(ctx, opts.Only); err != nil {
+			return err
+		}
+	}
+	if recommit {
+		if commit, err = x.recommit(commit, opts.Message); err != nil {
 			return err
 		}
 	}

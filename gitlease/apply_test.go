@@ -156,3 +156,49 @@ func TestApplyAcceptsWhatPolicyLetsWait(t *testing.T) {
 		t.Fatalf("without accept_at_apply the lease is %s", y.Lease.State)
 	}
 }
+
+// TestApplyNeedsAnIdentityAndTakesAMessage collects a result where git has
+// no identity: apply refuses to put git-lease's placeholder on the branch;
+// once there is one, apply --message commits the result's tree again, by
+// the user, with the message.
+func TestApplyNeedsAnIdentityAndTakesAMessage(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a"}, "")
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"} {
+		t.Setenv(k, "")
+	}
+	x := reviewLease(t, repo, "echo A > a.txt")
+	base := refstest.Git(t, dir, "rev-parse", "main")
+	err := Apply(t.Context(), x, ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "git has no identity") {
+		t.Fatalf("apply without an identity: %v", err)
+	}
+	if now := refstest.Git(t, dir, "rev-parse", "main"); now != base {
+		t.Fatalf("main moved to %s", now)
+	}
+	refstest.Setenv(t)
+	repo, err = refs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, err = Load(repo, x.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(t.Context(), x, ApplyOptions{Message: "a: say A"}); err != nil {
+		t.Fatal(err)
+	}
+	got := refstest.Git(t, dir, "log", "-1", "--format=%an <%ae>|%B|%T|%P", "main")
+	want := "Ada Lease <ada@example.com>|a: say A\n\nLease-ID: " + string(x.Lease.ID) + "\n|" + x.Lease.Result.Tree + "|" + base
+	if got != want {
+		t.Fatalf("applied commit:\n%s\nwant\n%s", got, want)
+	}
+	if x.Lease.Applied.Commit == x.Lease.Result.Commit || x.Lease.Applied.Commit != refstest.Git(t, dir, "rev-parse", "main") {
+		t.Fatalf("applied %s, result %s", x.Lease.Applied.Commit, x.Lease.Result.Commit)
+	}
+	allowed, err := AllowedSigners(repo, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(t.Context(), x, allowed); !v.OK {
+		t.Fatalf("the applied lease does not verify: %v", v.Problems)
+	}
+}

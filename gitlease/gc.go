@@ -19,6 +19,12 @@ type GCOptions struct {
 	// branch's history, but the evidence goes with the log).
 	Applied bool
 	DryRun  bool
+	// RetireReview makes a lease of this clone left in review for longer
+	// than ReviewOlderThan stale: gc rejects it and cleans it up (a review
+	// worktree with edits is kept, as cleanup keeps it), so that a later
+	// gc prunes it. Without it such leases are kept, and gc says how many.
+	RetireReview    bool
+	ReviewOlderThan time.Duration
 	// Force also prunes a lease whose review worktree is still on disk
 	// (cleanup kept it for a person's edits), after noting what it
 	// dropped in .git/lease/removed.jsonl. The worktree's files stay.
@@ -43,10 +49,21 @@ func GC(ctx context.Context, repo *refs.Repo, opts GCOptions) ([]string, error) 
 	}
 	cutoff := repo.Now().Add(-opts.OlderThan)
 	var done []string
+	staleKept := 0
 	for _, x := range all {
 		l := x.Lease
 		switch {
 		case x.ReadOnly():
+			continue
+		case l.State == Review && !x.StartedElsewhere() && !opts.RetireReview && !l.UpdatedAt.After(cutoff):
+			staleKept++
+			continue
+		case l.State == Review && !x.StartedElsewhere() && opts.RetireReview && !l.UpdatedAt.After(repo.Now().Add(-opts.ReviewOlderThan)):
+			line, err := x.retireStale(ctx, opts.DryRun)
+			if err != nil {
+				return done, err
+			}
+			done = append(done, line)
 			continue
 		case l.Cleanup == nil || l.Cleanup.State != CleanupConfirmed:
 			continue
@@ -87,7 +104,32 @@ func GC(ctx context.Context, repo *refs.Repo, opts GCOptions) ([]string, error) 
 		}
 		done = append(done, what)
 	}
+	if staleKept > 0 {
+		done = append(done, fmt.Sprintf("keep %d lease(s) in review past gc's age: gc leaves them to you (git lease reject, or gc --review-older-than AGE, or git config lease.gcReviewAge AGE)", staleKept))
+	}
 	return done, nil
+}
+
+// retireStale rejects a lease left in review past gc's review age and
+// cleans it up, and says so (or, with dryRun, would).
+func (x *Execution) retireStale(ctx context.Context, dryRun bool) (string, error) {
+	what := fmt.Sprintf("reject stale lease %s (in review, last event %s) and clean it up", x.Lease.ID, x.Lease.UpdatedAt.Format(time.DateOnly))
+	if dryRun {
+		return "would " + what, nil
+	}
+	reason := fmt.Sprintf("stale: in review with no event since %s (gc's review age)", x.Lease.UpdatedAt.Format(time.DateOnly))
+	if err := Reject(ctx, x, reason); err != nil {
+		return "", err
+	}
+	cl, _, err := CleanupLease(ctx, x, CleanupOptions{})
+	if err != nil {
+		return "", err
+	}
+	what += ": cleanup " + cl.State
+	if kept := x.keptWorktree(); kept != "" {
+		what += "; " + kept
+	}
+	return what, nil
 }
 
 // EvictBases removes the exported bases that no lease uses, by the age

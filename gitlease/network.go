@@ -36,7 +36,9 @@ const maxNetworkFindings = 64
 // totals over the connections through its proxy (the first ones in full in
 // network.json) and what its sandbox refused without the proxy.
 type NetworkRecord struct {
+	// Allowed, Failed and Refused are the proxy's totals (netproxy.Summary).
 	Allowed   int   `json:"allowed"`
+	Failed    int   `json:"failed"`
 	Refused   int   `json:"refused"`
 	BytesUp   int64 `json:"bytes_up"`
 	BytesDown int64 `json:"bytes_down"`
@@ -139,7 +141,7 @@ func networkEvidence(n *leaseNetwork, bypass sandbox.Bypass, r redactor) (*Netwo
 		<-n.served
 		os.RemoveAll(filepath.Dir(n.socket))
 		s := n.proxy.Summary()
-		rec.Allowed, rec.Refused, rec.BytesUp, rec.BytesDown, rec.Omitted = s.Allowed, s.Refused, s.BytesUp, s.BytesDown, s.Omitted
+		rec.Allowed, rec.Failed, rec.Refused, rec.BytesUp, rec.BytesDown, rec.Omitted = s.Allowed, s.Failed, s.Refused, s.BytesUp, s.BytesDown, s.Omitted
 		b, _ := json.MarshalIndent(s, "", "  ")
 		files[networkFile] = r.bytes(append(b, '\n'))
 		rec.Events = networkFile

@@ -114,6 +114,7 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 		attempt("not-allowlisted", fmt.Sprintf(curl+"http://evil.lease.test:%d/", p)) +
 		attempt("ip-literal", fmt.Sprintf(viaProxy+"http://127.0.0.1:%d/", p)) +
 		attempt("private-name", fmt.Sprintf(curl+"http://internal.apis.lease.test:%d/", p)) +
+		attempt("unresolved", fmt.Sprintf(curl+"http://missing.apis.lease.test:%d/", p)) +
 		attempt("direct-tcp", fmt.Sprintf("exec 3<>/dev/tcp/192.0.2.1/%d", p)) +
 		attempt("direct-loopback", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", other)) +
 		attempt("other-port", fmt.Sprintf(viaProxy+"http://localhost:%d/", other)) +
@@ -125,7 +126,7 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 	if !strings.Contains(out, "api-ok /plain") || !strings.Contains(out, "api-ok /tls") {
 		t.Fatalf("the allowlisted destinations were not reached:\n%s", out)
 	}
-	requireBlocked(t, out, "not-allowlisted", "ip-literal", "private-name", "direct-tcp", "direct-loopback", "other-port", "other-port-by-name")
+	requireBlocked(t, out, "not-allowlisted", "ip-literal", "private-name", "unresolved", "direct-tcp", "direct-loopback", "other-port", "other-port-by-name")
 	if n := api.requests.Load() + tlsAPI.requests.Load(); n != 2 {
 		t.Fatalf("the stand-in APIs answered %d requests, want the 2 allowed ones", n)
 	}
@@ -148,12 +149,12 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 		t.Errorf("the direct connection is not a finding: %+v", x.Lease.Findings)
 	}
 	n := x.Lease.Network
-	if n == nil || n.Allowed != 2 || n.Refused != 5 || n.BytesDown == 0 || n.Bypass.NoRoute < 1 || n.Events != networkFile {
+	if n == nil || n.Allowed != 2 || n.Failed != 1 || n.Refused != 5 || n.BytesDown == 0 || n.Bypass.NoRoute < 1 || n.Events != networkFile {
 		t.Fatalf("network record %+v", n)
 	}
 	var events netproxy.Summary
 	b, err := x.Repo.ReadFile(x.Tip, networkFile, 1<<20)
-	if err != nil || json.Unmarshal(b, &events) != nil || len(events.Events) != 7 {
+	if err != nil || json.Unmarshal(b, &events) != nil || len(events.Events) != 8 {
 		t.Fatalf("network.json (%v): %s", err, b)
 	}
 	listed, err := Findings(x.Repo, x.Lease.ID)
@@ -197,4 +198,40 @@ func runLease(t *testing.T, repo *refs.Repo, opts StartOptions, script string) (
 		t.Fatalf("lease %s: %v\n%s", x.Lease.ID, err, out.String())
 	}
 	return x, out.String()
+}
+
+// TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal has a service on the
+// host's loopback, allowed in trusted policy as 127.0.0.1:PORT, that the
+// agent reaches as host.lease.internal:PORT with its proxy environment as
+// given (NO_PROXY included), and nothing else of the host's loopback.
+func TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
+	needCurl(t)
+	api := newStandInAPI(t, false)
+	other, otherAccepted := countingListener(t)
+	fakeDNS(t, nil)
+	p := api.port()
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, fmt.Sprintf("[network]\nallow = [\"127.0.0.1:%d\"]\n", p))
+	curl := "curl -fsS --max-time 10 "
+	script := fmt.Sprintf(curl+"http://%s:%d/model\n", netproxy.HostAlias, p) +
+		attempt("other-port", fmt.Sprintf(curl+"http://%s:%d/", netproxy.HostAlias, other)) +
+		attempt("own-loopback", fmt.Sprintf(curl+"http://127.0.0.1:%d/", p))
+	x, out := runLease(t, repo, StartOptions{}, script)
+	if !strings.Contains(out, "api-ok /model") || api.requests.Load() != 1 {
+		t.Fatalf("the host's service was not reached by its alias (%d requests):\n%s", api.requests.Load(), out)
+	}
+	requireBlocked(t, out, "other-port", "own-loopback")
+	if n := otherAccepted.Load(); n != 0 {
+		t.Fatalf("the host's other port accepted %d connections", n)
+	}
+	if f := findingAt(x, RuleNetworkRefused, fmt.Sprintf("%s:%d", netproxy.HostAlias, other)); f == nil || !strings.HasPrefix(f.Detail, netproxy.ReasonNotAllowlisted) {
+		t.Errorf("the other port's refusal: %+v", x.Lease.Findings)
+	}
+	var events netproxy.Summary
+	b, err := x.Repo.ReadFile(x.Tip, networkFile, 1<<20)
+	if err != nil || json.Unmarshal(b, &events) != nil || len(events.Events) != 2 {
+		t.Fatalf("network.json (%v): %s", err, b)
+	}
+	if ev := events.Events[0]; ev.Dest != fmt.Sprintf("%s:%d", netproxy.HostAlias, p) || ev.Addr != fmt.Sprintf("127.0.0.1:%d", p) || !ev.Allowed {
+		t.Fatalf("the event names %+v", ev)
+	}
 }

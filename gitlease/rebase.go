@@ -78,6 +78,9 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 	if err := y.Move(ctx, Provisioning, nil, nil, refs.RefUpdate{Name: id.BranchRef(), New: head}); err != nil {
 		return nil, err
 	}
+	if err := x.linkSuccessor(ctx, id); err != nil {
+		return y, y.fail(ctx, err.Error(), err)
+	}
 	fmt.Fprintf(progress, "lease %s: rebase of %s onto %s\n", id, old.ID, head.String()[:12])
 	if err := y.Move(ctx, Collecting, nil, nil); err != nil {
 		return y, err
@@ -87,6 +90,17 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 		return y, y.fail(ctx, err.Error(), err)
 	}
 	return y, y.verifyBuilt(ctx, c, progress)
+}
+
+// linkSuccessor records on x, which stays in review, the lease that a
+// rebase of it made: the one to review now.
+func (x *Execution) linkSuccessor(ctx context.Context, id refs.ID) error {
+	unlock, err := x.Lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return x.Event(ctx, "rebased", func(l *Lease) { l.RebasedTo = id }, nil)
 }
 
 // verifyBuilt records a result built without an agent (a rebase) and takes

@@ -103,6 +103,9 @@ type Lease struct {
 	Applied *Application `json:"applied,omitempty"`
 	// RebasedFrom is the lease this one re-made on a newer base.
 	RebasedFrom refs.ID `json:"rebased_from,omitempty"`
+	// RebasedTo is the lease a rebase of this one made, its successor: it
+	// is the one to review now.
+	RebasedTo refs.ID `json:"rebased_to,omitempty"`
 	// RebaseConflicts lists the paths a rebase of this lease could not merge.
 	RebaseConflicts []string `json:"rebase_conflicts,omitempty"`
 	// Cleanup is the state of the lease's runtime resources.

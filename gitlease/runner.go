@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,22 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	l, err := x.launchFor(provider)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
+	}
+	if _, remote := provider.(sandbox.Collector); provider.Sandboxed() && !remote {
+		// An agent installed under the home runs from its install
+		// directory, bound read-only; found again here, as start found it.
+		prog, err := findAgent(l.command[0], spec.ReadOnly, true)
+		if err == nil {
+			err = checkInstallDirs(x.Repo, prog.Binds)
+		}
+		if err != nil {
+			return x.fail(ctx, err.Error(), err)
+		}
+		if prog.ByPath {
+			l.command = append([]string{prog.Path}, l.command[1:]...)
+		}
+		spec.ReadOnly = append(slices.Clone(spec.ReadOnly), prog.Binds...)
+		spec.PATH = prog.PATH
 	}
 	if provider.Sandboxed() {
 		binds, err := x.homeBinds(l.homeFiles)

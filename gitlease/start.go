@@ -146,7 +146,11 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	// The agent's program must be where the lease will run it; a provider
 	// that collects the delta from elsewhere (a Crabbox box) runs it there.
 	if _, remote := provider.(sandbox.Collector); !remote {
-		if _, err := findAgent(command[0], policy.ReadOnly, provider.Sandboxed()); err != nil {
+		prog, err := findAgent(command[0], policy.ReadOnly, provider.Sandboxed())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkInstallDirs(repo, prog.Binds); err != nil {
 			return nil, err
 		}
 	}
@@ -325,6 +329,23 @@ func checkReadOnly(repo *refs.Repo, paths []string) error {
 		}
 		if slices.Contains(strings.Split(p, "/"), ".git") {
 			return fmt.Errorf("read_only = %q exposes a .git directory: name a directory outside any repository", p)
+		}
+	}
+	return nil
+}
+
+// checkInstallDirs refuses an agent's install directories under the home
+// (see findAgent) that would hand the agent the checkout, the repository
+// or a .git directory.
+func checkInstallDirs(repo *refs.Repo, dirs []string) error {
+	for _, d := range dirs {
+		for _, forbidden := range []string{repo.WorkTree, repo.CommonDir} {
+			if forbidden != "" && (d == forbidden || strings.HasPrefix(forbidden, d+"/") || strings.HasPrefix(d, forbidden+"/")) {
+				return fmt.Errorf("the agent is installed in %s, which would expose %s to the agent: install it apart from the repository", d, forbidden)
+			}
+		}
+		if slices.Contains(strings.Split(d, "/"), ".git") {
+			return fmt.Errorf("the agent is installed in %s, inside a .git directory: install it elsewhere", d)
 		}
 	}
 	return nil

@@ -69,3 +69,12 @@ func (s State) Settled() bool {
 	}
 	return false
 }
+
+// Recorded reports whether s is a state a lease log records (any but New).
+func (s State) Recorded() bool {
+	switch s {
+	case Provisioning, Running, Collecting, Verifying, Review, Applied, Rejected, Quarantined, Failed, Canceled:
+		return true
+	}
+	return false
+}

@@ -17,6 +17,7 @@ var identLine = regexp.MustCompile(`^(.*) <(.*)> (\d+) ([+-]\d{4})$`)
 // ident is the committer identity git would use, read once per process.
 type ident struct {
 	name, email string
+	placeholder bool       // git has none: git-lease's own
 	pinned      *time.Time // from GIT_COMMITTER_DATE, which pins every timestamp
 }
 
@@ -57,7 +58,7 @@ func (r *Repo) readIdent() (*ident, error) {
 		if date := os.Getenv("GIT_COMMITTER_DATE"); date != "" {
 			return nil, fmt.Errorf("cannot use GIT_COMMITTER_DATE=%q: %v", date, err)
 		}
-		return &ident{name: "git-lease", email: "git-lease@localhost"}, nil
+		return &ident{name: "git-lease", email: PlaceholderEmail, placeholder: true}, nil
 	}
 	m := identLine.FindStringSubmatch(strings.TrimSpace(string(out)))
 	if m == nil {
@@ -71,6 +72,19 @@ func (r *Repo) readIdent() (*ident, error) {
 		id.pinned = &t
 	}
 	return id, nil
+}
+
+// PlaceholderEmail is the email of the identity git-lease signs and
+// commits as when git has none.
+const PlaceholderEmail = "git-lease@localhost"
+
+// HasIdentity reports whether git has a committer identity here (user.name
+// and user.email, or GIT_COMMITTER_*), rather than git-lease's placeholder.
+func (r *Repo) HasIdentity() bool {
+	_, err := r.Identity()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return err == nil && !r.ident.placeholder
 }
 
 // Now is the time git-lease records for events: now, or GIT_COMMITTER_DATE

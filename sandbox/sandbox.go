@@ -42,6 +42,9 @@ type Spec struct {
 	// that only reads (a reviewer, a test runner) and changes nothing
 	// there. Its /tmp and home stay writable.
 	ReadOnlyWork bool
+	// PATH lists directories of ReadOnly that the agent's PATH adds after
+	// the system's (an interpreter installed in the user's home).
+	PATH []string
 	// ProxySocket, when set, is the host path of the Unix socket on which
 	// the lease's network proxy listens: the provider makes it the agent's
 	// only way out, through a forwarder on the sandbox's loopback that the

@@ -25,13 +25,19 @@ not run. --only PATH… promotes just those changes as a new, verified commit,
 recorded with its own manifest; it also takes the part of a quarantined result
 that no finding names. A result whose findings policy lets wait for you
 (result.accept_at_apply: protected paths) needs --accept, recorded in the log.
+--message commits the result's tree again, by you, with your message (and a
+Lease-ID trailer); so does apply of a result collected where git had no
+identity, with the result's message. Apply refuses to make a commit while git
+has no identity (git config user.name and user.email).
 
 Example:
    git lease apply 3f9c
-   git lease apply 3f9c --onto release --only src/parser.go`,
+   git lease apply 3f9c --onto release --only src/parser.go
+   git lease apply 3f9c --message "parser: accept trailing commas"`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "onto", Usage: "the branch to move (default: the branch the base came from)"},
 			&cli.StringSliceFlag{Name: "only", Usage: "promote only this path or directory of the result (repeatable)"},
+			&cli.StringFlag{Name: "message", Aliases: []string{"m"}, Usage: "the applied commit's message (the result's tree, committed again by you)"},
 			&cli.BoolFlag{Name: "accept", Usage: "accept the findings that policy's result.accept_at_apply lets wait for you (protected paths), after reviewing them"},
 		},
 		Action: func(c *cli.Context) error {
@@ -39,7 +45,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if err := gitlease.Apply(c.Context, x, gitlease.ApplyOptions{Onto: c.String("onto"), Only: c.StringSlice("only"), Accept: c.Bool("accept")}); err != nil {
+			if err := gitlease.Apply(c.Context, x, gitlease.ApplyOptions{Onto: c.String("onto"), Only: c.StringSlice("only"), Accept: c.Bool("accept"), Message: c.String("message")}); err != nil {
 				return err
 			}
 			a := x.Lease.Applied

@@ -20,7 +20,10 @@ func gcCommand() *cli.Command {
 		Description: `Gc deletes the log and review branch of every decided lease (rejected,
 quarantined, failed, canceled) whose cleanup is confirmed and whose last event
 is older than --older-than (default: git config lease.gcAge, else 30d). Leases
-in review are kept; applied leases are kept unless --applied is given. A lease
+in review are kept, and counted when older; with --review-older-than (default:
+git config lease.gcReviewAge, else none) a lease of this clone left in review
+longer is rejected as stale and cleaned up (a review worktree with edits is
+kept), for a later gc to prune. Applied leases are kept unless --applied is given. A lease
 whose review worktree is still on disk (cleanup kept it for edits it did not
 record) is kept and listed with the reason; --force prunes it anyway, noting
 its log, branch and worktree in .git/lease/removed.jsonl (the files stay).
@@ -38,6 +41,7 @@ Example:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "older-than", Usage: "an age like 30d, 12h or 90m"},
 			&cli.BoolFlag{Name: "applied", Usage: "prune applied leases too"},
+			&cli.StringFlag{Name: "review-older-than", Usage: "reject and clean up leases left in review longer than this age"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be pruned"},
 			&cli.BoolFlag{Name: "force", Usage: "prune leases whose review worktree holds kept edits too (noted in .git/lease/removed.jsonl)"},
 			&cli.BoolFlag{Name: "broken", Usage: "only remove the lease logs git-lease cannot read (see git lease doctor)"},
@@ -65,7 +69,17 @@ Example:
 			if err != nil {
 				return usagef("--older-than %s: %v", age, err)
 			}
-			done, err := gitlease.GC(c.Context, repo, gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")})
+			opts := gitlease.GCOptions{OlderThan: d, Applied: c.Bool("applied"), DryRun: c.Bool("dry-run"), Force: c.Bool("force")}
+			if age := c.String("review-older-than"); age != "" || repo.Config("lease.gcReviewAge") != "" {
+				if age == "" {
+					age = repo.Config("lease.gcReviewAge")
+				}
+				if opts.ReviewOlderThan, err = parseAge(age); err != nil {
+					return usagef("--review-older-than %s: %v", age, err)
+				}
+				opts.RetireReview = true
+			}
+			done, err := gitlease.GC(c.Context, repo, opts)
 			if err == nil {
 				var freed []string
 				freed, err = gitlease.EvictBases(repo, c.Bool("dry-run"))

@@ -79,6 +79,9 @@ func runLs(mission, remote string, asJSON bool) error {
 		if n := l.EscapeAttempts(); n > 0 {
 			summary += fmt.Sprintf(" (ESCAPE ATTEMPTS: %d)", n)
 		}
+		if l.RebasedTo != "" && l.State == gitlease.Review {
+			summary += " (superseded by " + string(l.RebasedTo) + ")"
+		}
 		if l.Cleanup != nil && l.Cleanup.State == gitlease.CleanupFailed {
 			summary += " (cleanup FAILED)"
 		}

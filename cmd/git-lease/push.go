@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,7 +21,9 @@ func pushCommand() *cli.Command {
 		Description: `Push sends refs/leases/ID, the review branch lease/ID and refs/notes/leases
 to REMOTE in one atomic push: the remote takes all of them or none, and nothing
 is ever forced. REMOTE defaults to the remote of the current branch's upstream,
-else origin; without IDs every lease is pushed. A trusted_local lease ran
+else origin. Without IDs, the leases worth sharing are pushed: those to review
+and those decided (review, quarantined, applied, rejected); --all adds failed,
+canceled and unfinished ones, which an ID also names. A trusted_local lease ran
 unsandboxed, as you, so it stays local unless git config
 lease.shareTrustedLocal true. A server running git-lease's pre-receive hook
 verifies every pushed lease and says why it refuses one.
@@ -27,13 +31,18 @@ verifies every pushed lease and says why it refuses one.
 Example:
    git lease push
    git lease push origin 3f9c`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "without IDs, push failed, canceled and unfinished leases too"}},
 		Action: func(c *cli.Context) error {
-			return runPush(c.Context, c.Args().Slice())
+			return runPush(c.Context, c.Args().Slice(), c.Bool("all"))
 		},
 	}
 }
 
-func runPush(ctx context.Context, args []string) error {
+// worthSharing are the states of the leases git lease push sends when given
+// no IDs: a result to review, or a decision on one.
+var worthSharing = []gitlease.State{gitlease.Review, gitlease.Quarantined, gitlease.Applied, gitlease.Rejected}
+
+func runPush(ctx context.Context, args []string, all bool) error {
 	repo, err := openRepo()
 	if err != nil {
 		return err
@@ -41,8 +50,20 @@ func runPush(ctx context.Context, args []string) error {
 	remote, prefixes := remoteAndIDs(ctx, repo, args)
 	var leases []*gitlease.Execution
 	if len(prefixes) == 0 {
-		if leases, err = gitlease.List(repo); err != nil {
+		every, err := gitlease.List(repo)
+		if err != nil {
 			return err
+		}
+		kept := map[gitlease.State]int{}
+		for _, x := range every {
+			if all || slices.Contains(worthSharing, x.Lease.State) {
+				leases = append(leases, x)
+			} else {
+				kept[x.Lease.State]++
+			}
+		}
+		for _, s := range slices.Sorted(maps.Keys(kept)) {
+			fmt.Fprintf(os.Stderr, "git-lease: not pushing %d %s lease(s): name them, or git lease push --all\n", kept[s], s)
 		}
 	}
 	seen := map[refs.ID]bool{}

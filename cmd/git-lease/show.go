@@ -97,6 +97,12 @@ func printLease(w io.Writer, x *gitlease.Execution) {
 		base += " (" + escape.Line(strings.TrimPrefix(l.BaseRef, "refs/heads/")) + ")"
 	}
 	fmt.Fprintf(w, "base:     %s\n", base)
+	if l.RebasedFrom != "" {
+		fmt.Fprintf(w, "rebased:  from lease %s\n", l.RebasedFrom)
+	}
+	if l.RebasedTo != "" {
+		fmt.Fprintf(w, "rebased:  as lease %s, which is the one to review (git lease show %s)\n", l.RebasedTo, l.RebasedTo.Short())
+	}
 	if r := l.Result; r != nil {
 		if len(r.Checks) > 0 {
 			fmt.Fprintf(w, "checks:   %s\n", checksLine(r.Checks))
@@ -220,7 +226,7 @@ func networkLine(l *gitlease.Lease) string {
 		s = strings.Join(l.Policy.Network.Allow, ", ")
 	}
 	if n := l.Network; n != nil {
-		s += fmt.Sprintf(" (%d allowed, %d refused, %d bytes in, %d out", n.Allowed, n.Refused, n.BytesDown, n.BytesUp)
+		s += fmt.Sprintf(" (%d allowed, %d failed, %d refused, %d bytes in, %d out", n.Allowed, n.Failed, n.Refused, n.BytesDown, n.BytesUp)
 		if b := n.Bypass.NoRoute + n.Bypass.ClosedUDP; b > 0 {
 			s += fmt.Sprintf("; %d sent around the proxy", b)
 		}

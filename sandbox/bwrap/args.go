@@ -236,7 +236,7 @@ var hostEnvAllowed = []string{"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
 // policy names for it).
 func agentEnv(spec sandbox.Spec, extra []string) []string {
 	env := []string{
-		"PATH=" + AgentPATH,
+		"PATH=" + strings.Join(append([]string{AgentPATH}, spec.PATH...), ":"),
 		"HOME=" + agentHome, "USER=agent", "LOGNAME=agent", "SHELL=/bin/sh",
 		"TMPDIR=/tmp", "LEASE_ID=" + spec.ID, "LEASE_WORKDIR=" + workDir,
 	}

@@ -80,3 +80,22 @@ func (d Dest) includes(r Dest) bool {
 	}
 	return d.Wildcard && d.Port == r.Port && (r.Host == d.Host || d.Covers(r.Host, r.Port))
 }
+
+// HostAlias is the name by which a sandbox reaches a service on the host's
+// own loopback (a local model server): inside, 127.0.0.1 is the sandbox's
+// loopback, and NO_PROXY keeps it off the proxy. The proxy alone gives the
+// name a meaning, so the sandbox needs no resolver for it, and no wildcard
+// or DNS answer can stand in for it.
+const HostAlias = "host.lease.internal"
+
+// hostService returns the loopback destination that HostAlias:port stands
+// for: the first of 127.0.0.1, ::1 and localhost that the allowlist lists
+// verbatim on that port, or false when it lists none.
+func (a Allowlist) hostService(port int) (target, bool) {
+	for _, h := range []string{"127.0.0.1", "::1", "localhost"} {
+		if d := a.Check(h, port); d.Allowed && d.Verbatim {
+			return target{host: h, port: port, ip: h != "localhost"}, true
+		}
+	}
+	return target{}, false
+}

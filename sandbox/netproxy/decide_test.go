@@ -42,7 +42,7 @@ func testNet(t *testing.T) *fakeNet {
 		"example.org": "203.0.113.13", "evilexample.org": "203.0.113.14", "down.test": "203.0.113.99",
 		"loop.test": "127.0.0.1", "ten.test": "10.1.2.3", "meta.test": "169.254.169.254", "six.test": "::1",
 		"mapped.test": "::ffff:10.0.0.1", "cgnat.test": "100.64.0.1", "ula.test": "fd00::1",
-		"zero.test": "0.0.0.0", "nat64.test": "64:ff9b::a00:1",
+		"zero.test": "0.0.0.0", "nat64.test": "64:ff9b::a00:1", "localhost": "127.0.0.1",
 	} {
 		n.host(name, addr)
 		if name != "down.test" {
@@ -83,6 +83,13 @@ func TestDecisions(t *testing.T) {
 		{"a name allowed through a narrowed wildcard", narrowed, "loop.test:443", 403, ReasonPrivateAddress},
 		{"a name that does not resolve", mustAllow(t, "*.test:443"), "nohost.test:443", 502, ReasonResolveFailed},
 		{"a name whose address does not answer", mustAllow(t, "*.test:443"), "down.test:443", 502, ReasonDialFailed},
+		{"the host alias for an allowlisted 127.0.0.1", mustAllow(t, "127.0.0.1:443"), HostAlias + ":443", 200, ""},
+		{"the host alias for an allowlisted ::1", mustAllow(t, "[::1]:443"), HostAlias + ":443", 200, ""},
+		{"the host alias for an allowlisted localhost", mustAllow(t, "localhost:443"), HostAlias + ":443", 200, ""},
+		{"the host alias in capitals with a trailing dot", mustAllow(t, "127.0.0.1:443"), "HOST.Lease.Internal.:443", 200, ""},
+		{"the host alias on a port not allowlisted", mustAllow(t, "127.0.0.1:80"), HostAlias + ":443", 403, ReasonNotAllowlisted},
+		{"the host alias under an allowlisted wildcard", mustAllow(t, "*.lease.internal:443", "*.internal:443"), HostAlias + ":443", 403, ReasonNotAllowlisted},
+		{"the host alias when only a name for loopback is listed", mustAllow(t, "loop.test:443"), HostAlias + ":443", 403, ReasonNotAllowlisted},
 	}
 	for _, name := range []string{"loop", "ten", "meta", "six", "mapped", "cgnat", "ula", "zero", "nat64"} {
 		dest := name + ".test:443"
@@ -103,7 +110,12 @@ func TestDecisions(t *testing.T) {
 			if resp.StatusCode != c.status {
 				t.Fatalf("CONNECT %s: %s, want %d", c.dest, resp.Status, c.status)
 			}
-			ev := summaryAfterClose(p).Events[0]
+			s := summaryAfterClose(p)
+			ev := s.Events[0]
+			totals := map[int][3]int{200: {1, 0, 0}, 502: {0, 1, 0}, 403: {0, 0, 1}}
+			if got := [3]int{s.Allowed, s.Failed, s.Refused}; got != totals[c.status] {
+				t.Fatalf("allowed, failed, refused: %v, want %v", got, totals[c.status])
+			}
 			refused := c.status == 403
 			if ev.Reason != c.reason || ev.Allowed == refused {
 				t.Fatalf("event %+v, want reason %q", ev, c.reason)

@@ -51,6 +51,9 @@ func ParseDest(s string) (Dest, error) {
 	if wildcard && ip {
 		return Dest{}, fmt.Errorf("%w: %q: a wildcard needs a domain name, not an IP address", ErrBadDest, s)
 	}
+	if h == HostAlias && !wildcard {
+		return Dest{}, fmt.Errorf("%w: %q: %s is how the sandbox names the host's loopback: allow 127.0.0.1:%d instead", ErrBadDest, s, HostAlias, port)
+	}
 	return Dest{Host: h, Port: port, Wildcard: wildcard}, nil
 }
 

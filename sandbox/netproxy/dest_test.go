@@ -37,6 +37,7 @@ func TestParseDest(t *testing.T) {
 		"-a.example:443", "a-.example:443", "bücher.example:443", "\u212aelvin.example:443",
 		"127.1:443", "0x7f.1:443", "example.123:443", "a.0x1F:443", "api.example.com..:443",
 		"http://api.example.com:443", "api.example.com:443/x", "user@api.example.com:443",
+		"host.lease.internal:11434", "Host.Lease.Internal.:11434",
 		strings.Repeat("a", 64) + ".example:443", strings.Repeat("abcdefghi.", 26) + "com:443",
 	} {
 		if d, err := ParseDest(in); !errors.Is(err, ErrBadDest) {

@@ -55,8 +55,12 @@ type Summary struct {
 	// that stays open appears when it closes (at the latest, at Close).
 	Events []Event `json:"events"`
 	// Omitted counts the events beyond the ones kept.
-	Omitted   int   `json:"omitted"`
+	Omitted int `json:"omitted"`
+	// Allowed counts the connections made; Failed those that policy
+	// allowed but that did not reach their destination (the name did not
+	// resolve, no address answered); Refused those that policy refused.
 	Allowed   int   `json:"allowed"`
+	Failed    int   `json:"failed"`
 	Refused   int   `json:"refused"`
 	BytesUp   int64 `json:"bytes_up"`
 	BytesDown int64 `json:"bytes_down"`
@@ -64,9 +68,12 @@ type Summary struct {
 
 // add counts ev and keeps it while fewer than max events are kept.
 func (s *Summary) add(ev Event, max int) {
-	if ev.Allowed {
+	switch {
+	case ev.Allowed && (ev.Reason == ReasonResolveFailed || ev.Reason == ReasonDialFailed):
+		s.Failed++
+	case ev.Allowed:
 		s.Allowed++
-	} else {
+	default:
 		s.Refused++
 	}
 	s.BytesUp += ev.BytesUp

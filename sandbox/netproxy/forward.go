@@ -52,10 +52,9 @@ func Forward(ctx context.Context, l net.Listener, socketPath string) error {
 // the host, where the proxy refuses it and records a false security
 // finding, or, worse, where an allowlisted host service on that port
 // answers in the test server's place. Go's clients never proxy loopback
-// anyway, so every client now agrees. The cost: an allowlisted loopback
-// destination of the host (127.0.0.1:8080 in policy) is reached through
-// the proxy only on request (curl --proxy "$HTTP_PROXY" --noproxy "" …),
-// or by a name that policy lists verbatim.
+// anyway, so every client now agrees. An allowlisted loopback destination
+// of the host (127.0.0.1:8080 in policy) is reached by the name HostAlias
+// (host.lease.internal:8080), which NO_PROXY leaves to the proxy.
 func ProxyEnv(listenAddr string) []string {
 	url := "http://" + listenAddr
 	vars := []struct{ name, value string }{

@@ -15,6 +15,15 @@ import (
 // rebinding). It fills ev's Addr, Allowed, Reason and Detail, and returns
 // the connection, or nil and the status to answer.
 func (p *Proxy) open(ctx context.Context, t target, ev *Event) (net.Conn, int) {
+	if t.host == HostAlias {
+		service, ok := p.Allow.hostService(t.port)
+		if !ok {
+			ev.Reason = ReasonNotAllowlisted
+			ev.Detail = fmt.Sprintf("%s is the host's loopback: allow 127.0.0.1:%d in the user's policy ([network] allow)", t, t.port)
+			return nil, http.StatusForbidden
+		}
+		t = service
+	}
 	d := p.Allow.Check(t.host, t.port)
 	if !d.Allowed {
 		ev.Reason = d.Reason
