@@ -119,7 +119,7 @@ func (x *Execution) recommit(commit plumbing.Hash, message string) (plumbing.Has
 	}
 	msg := c.Message
 	if message != "" {
-		msg = strings.TrimRight(message, "\n") + "\n\nLease-ID: " + string(x.Lease.ID) + "\n"
+		msg = refs.AppliedMessage(x.Lease.ID, message)
 	}
 	return x.Repo.WriteCommit(c.TreeHash, c.ParentHashes, msg)
 }

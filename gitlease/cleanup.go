@@ -221,17 +221,17 @@ func (x *Execution) keptBySandbox() (item CleanupItem, ok bool) {
 	if kept == "" {
 		return item, false
 	}
-	item = CleanupItem{Resource: x.Lease.Provider + "-record", Action: "kept"}
+	item = CleanupItem{Resource: x.Lease.Provider + "-record", Action: ActionKept}
 	f, err := os.Open(kept)
 	if err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item, true
 	}
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
-		item.Action, item.Detail = "failed", err.Error()
+		item.Action, item.Detail = ActionFailed, err.Error()
 		return item, true
 	}
 	item.Detail = fmt.Sprintf("%s (%d bytes, sha256:%x)", kept, n, h.Sum(nil))

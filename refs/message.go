@@ -88,6 +88,12 @@ func BranchMessage(id ID, summary, base, rebasedFrom string) string {
 	return msg
 }
 
+// AppliedMessage is a person's own message for the commit that applies
+// lease id's result, with the Lease-ID trailer.
+func AppliedMessage(id ID, message string) string {
+	return strings.TrimRight(message, "\n") + fmt.Sprintf("\n\n%s: %s\n", TrailerID, id)
+}
+
 // SnapshotMessage is the message of the commit that snapshots uncommitted
 // changes on top of of, as a lease's base.
 func SnapshotMessage(of string) string {
