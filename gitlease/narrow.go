@@ -155,6 +155,7 @@ var narrowing = map[string]narrowRule{
 	"bases.max_age":          trustedOnly(sharedBases),
 	"bases.max_bytes":        trustedOnly(sharedBases),
 	"agents":                 trustedOnly(namesYourMachine),
+	"caches":                 trustedOnly("caches are shared by every lease of the repository, and only a trusted warm-up fills them"),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),
 	"crabbox.sandboxed":      subsetRule(func(p *Policy) []string { return p.Crabbox.Sandboxed }),

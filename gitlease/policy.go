@@ -43,6 +43,11 @@ type Policy struct {
 	// trusted policy only, and no record holds it (it is no lease's).
 	Bases BasesPolicy `toml:"bases" json:"-"`
 
+	// Caches are the build and package caches every bwrap lease gets
+	// ([caches.NAME]); trusted policy only. The record holds them: they
+	// are part of what the agent saw.
+	Caches map[string]CachePolicy `toml:"caches" json:"caches,omitempty"`
+
 	// Bwrap applies when Provider is "bwrap".
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
@@ -55,6 +60,16 @@ type Policy struct {
 type BasesPolicy struct {
 	MaxAge   Duration `toml:"max_age"`
 	MaxBytes Size     `toml:"max_bytes"`
+}
+
+// CachePolicy is one [caches.NAME] table. Each of Paths is "VAR:/cache/dir":
+// a directory of the cache under bwrap.CacheRoot, and the environment
+// variable that names it to the toolchain (GOCACHE, npm_config_cache, …).
+// Warm is the shell command that git lease cache warm runs in a sandbox
+// on the base to fill them.
+type CachePolicy struct {
+	Paths []string `toml:"paths" json:"paths"`
+	Warm  string   `toml:"warm" json:"warm"`
 }
 
 // BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
@@ -253,7 +268,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "caches"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.
@@ -298,6 +313,7 @@ func (p Policy) clone() Policy {
 	p.Result.AcceptAtApply = slices.Clone(p.Result.AcceptAtApply)
 	p.Checks = slices.Clone(p.Checks)
 	p.Agents = maps.Clone(p.Agents)
+	p.Caches = maps.Clone(p.Caches)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
 	p.Bwrap.SeccompAllow = slices.Clone(p.Bwrap.SeccompAllow)
 	p.Bwrap.TolerateEscapes = slices.Clone(p.Bwrap.TolerateEscapes)
@@ -330,6 +346,9 @@ func (e *Effective) validate() error {
 		return fmt.Errorf("bwrap.tolerate_escapes (%s): %w", e.Sources["bwrap.tolerate_escapes"], err)
 	}
 	if err := e.validateAccess(); err != nil {
+		return err
+	}
+	if err := e.validateCaches(); err != nil {
 		return err
 	}
 	return e.validateCrabbox()
