@@ -14,7 +14,12 @@
 // the peak resident memory of the largest process, and the disk that the
 // exported bases and layers take.
 //
-//	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3]
+// Then a project's own test run (go vet and go test of a small real
+// module, BurntSushi/toml from this module's dependencies) on the host
+// with a warm build cache, inside a lease with a warm cache layer (git
+// lease cache warm), and inside a lease with none, interleaved.
+//
+//	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3] [-testrun=false]
 package main
 
 import (
@@ -33,8 +38,9 @@ import (
 )
 
 var (
-	sizes = flag.String("sizes", "1000,10000,100000", "repository sizes in files")
-	runs  = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	sizes   = flag.String("sizes", "1000,10000,100000", "repository sizes in files (none: only the test run)")
+	runs    = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	testRun = flag.Bool("testrun", true, "measure a Go module's test run on the host and in leases")
 )
 
 func main() {
@@ -51,7 +57,7 @@ func main() {
 	check(os.WriteFile(filepath.Join(tmp, "gitconfig"), []byte("[user]\n\tname = Bench\n\temail = bench@example.com\n"), 0o644))
 
 	fmt.Printf("%-8s %-11s %10s %10s %8s %14s %12s\n", "files", "what", "median", "vs git", "runs", "start→agent", "peak RSS")
-	for _, s := range strings.Split(*sizes, ",") {
+	for _, s := range strings.FieldsFunc(*sizes, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(s)
 		check(err)
 		repo := generate(tmp, n, env)
@@ -93,6 +99,78 @@ func main() {
 		whole, layers, count := basesDisk(repo)
 		fmt.Printf("%-8d disk: whole base %.1f MiB, %d layers %.1f MiB in all\n", n, float64(whole)/(1<<20), count, float64(layers)/(1<<20))
 	}
+	if *testRun {
+		benchTestRun(tmp, env)
+	}
+}
+
+// goTest is the project's test run: what a person or an agent runs after
+// an edit. -count=1 runs the tests whatever results a cache holds.
+const goTest = "go vet ./... && go test -count=1 ./..."
+
+// benchTestRun measures goTest on a copy of BurntSushi/toml (no
+// dependencies, 2k tests): on the host with a build cache warmed by one
+// run, in a lease whose cache layer git lease cache warm made with the
+// same command, and in a lease without caches. Each reports the test run's
+// own wall time (in a lease, as the agent timed it); a lease's start and
+// collection come on top, and are the rows above.
+func benchTestRun(tmp string, env []string) {
+	goBin, err := exec.LookPath("go")
+	check(err)
+	goBin, err = filepath.EvalSymlinks(goBin)
+	check(err)
+	if !strings.HasPrefix(goBin, "/usr/") && !strings.HasPrefix(goBin, "/opt/") {
+		log.Fatalf("go is at %s, which a lease does not see (only /usr and /opt): install Go under /usr/local or /opt", goBin)
+	}
+	src, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/BurntSushi/toml").Output()
+	check(err)
+	repo := filepath.Join(tmp, "toml")
+	run("", env, "cp", "-r", strings.TrimSpace(string(src)), repo)
+	run(repo, env, "sh", "-c", "chmod -R u+w . && git init -q -b main && git add -A && git commit -q -m toml")
+	// The whole test run, with Go's own toolchain and nothing fetched.
+	script := fmt.Sprintf("export PATH=%s:$PATH GOTOOLCHAIN=local GOFLAGS= GOPROXY=off; %s", filepath.Dir(goBin), goTest)
+	hostEnv := append(env, "GOCACHE="+filepath.Join(tmp, "host-gocache"), "GOMODCACHE="+filepath.Join(tmp, "host-gomod"))
+	run(repo, hostEnv, "sh", "-c", script) // warms the host's cache
+	cacheEnv := append(env, "XDG_CONFIG_HOME="+filepath.Join(tmp, "config-caches"))
+	check(os.MkdirAll(filepath.Join(tmp, "config-caches", "git-lease"), 0o755))
+	policy := fmt.Sprintf("[caches.go]\npaths = [\"GOCACHE:/cache/go-build\", \"GOMODCACHE:/cache/gomod\"]\nwarm = %q\n", script)
+	check(os.WriteFile(filepath.Join(tmp, "config-caches", "git-lease", "policy.toml"), []byte(policy), 0o644))
+	warm := timed(repo, cacheEnv, "git", "lease", "cache", "warm")
+	var hosts, cached, bare, cachedStarts, bareStarts []time.Duration
+	for i := 0; i < *runs; i++ {
+		hosts = append(hosts, timed(repo, hostEnv, "sh", "-c", script).wall)
+		d, start := leaseTestRun(repo, cacheEnv, script)
+		cached, cachedStarts = append(cached, d), append(cachedStarts, start)
+		d, start = leaseTestRun(repo, env, script)
+		bare, bareStarts = append(bare, d), append(bareStarts, start)
+	}
+	host := median(hosts)
+	fmt.Printf("\n%-28s %10s %10s %8s %14s\n", "test run ("+goTest+")", "median", "vs host", "runs", "start→agent")
+	fmt.Printf("%-28s %10s %10s %8d\n", "host, warm cache", host.Round(time.Millisecond), "", *runs)
+	for _, row := range []struct {
+		what     string
+		d, start time.Duration
+	}{{"lease, warm cache layer", median(cached), median(cachedStarts)}, {"lease, no cache", median(bare), median(bareStarts)}} {
+		fmt.Printf("%-28s %10s %9.2fx %8d %14s\n", row.what, row.d.Round(time.Millisecond), row.d.Seconds()/host.Seconds(), *runs, row.start.Round(time.Millisecond))
+	}
+	fmt.Printf("cache warm-up: %s (once, in a lease on the base)\n", warm.wall.Round(time.Millisecond))
+}
+
+// leaseTestRun runs script in a lease and returns how long it took there,
+// as the agent timed it, and the lease's start latency.
+func leaseTestRun(repo string, env []string, script string) (run, start time.Duration) {
+	agent := fmt.Sprintf("A=$(date +%%s%%N); echo T=$A; if ( %s ) >/tmp/out 2>&1; then echo D=$(( $(date +%%s%%N) - A )); else cat /tmp/out; fi", script)
+	began := time.Now()
+	s := timed(repo, env, "git", "lease", "start", "--", "sh", "-c", agent)
+	value := func(key string) int64 {
+		i := bytes.Index(s.out, []byte(key))
+		if i < 0 {
+			log.Fatalf("the test run failed in the lease:\n%s", s.out)
+		}
+		n, _ := strconv.ParseInt(string(bytes.Fields(s.out[i+len(key):])[0]), 10, 64)
+		return n
+	}
+	return time.Duration(value("D=")), time.Unix(0, value("T=")).Sub(began)
 }
 
 // moveMain commits a change of 10 files (not the ones the agents edit) on
