@@ -32,6 +32,7 @@ func TestBoundsStopTheAgent(t *testing.T) {
 		{"memory", `memory = "64MiB"`, "exec tail /dev/zero", "memory"},
 		{"memory in tmpfs, which no RSS shows", `memory = "64MiB"`, "head -c 200M /dev/zero > /dev/shm/fill; sleep 60", "memory"},
 		{"disk, one big file", `disk = "8MiB"`, "exec head -c 64M /dev/zero > big", "disk"},
+		{"disk, through the cache overlay", "disk = \"8MiB\"\n[caches.tool]\npaths = [\"TOOL:/cache/tool\"]", "mkdir -p $TOOL && for i in $(seq 64); do head -c 1M /dev/zero > $TOOL/f$i; done; sleep 60", "disk"},
 		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
 		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},
 		{"disk, fallocate past the bound in one call", `disk = "8MiB"`, "fallocate -l 4M a && fallocate -l 6M b; sleep 60", "disk"},
