@@ -136,41 +136,71 @@ func benchTestRun(tmp string, env []string) {
 	policy := fmt.Sprintf("[caches.go]\npaths = [\"GOCACHE:/cache/go-build\", \"GOMODCACHE:/cache/gomod\"]\nwarm = %q\n", script)
 	check(os.WriteFile(filepath.Join(tmp, "config-caches", "git-lease", "policy.toml"), []byte(policy), 0o644))
 	warm := timed(repo, cacheEnv, "git", "lease", "cache", "warm")
-	var hosts, cached, bare, cachedStarts, bareStarts []time.Duration
+	var hosts, cached, bare []testRunSample
 	for i := 0; i < *runs; i++ {
-		hosts = append(hosts, timed(repo, hostEnv, "sh", "-c", script).wall)
-		d, start := leaseTestRun(repo, cacheEnv, script)
-		cached, cachedStarts = append(cached, d), append(cachedStarts, start)
-		d, start = leaseTestRun(repo, env, script)
-		bare, bareStarts = append(bare, d), append(bareStarts, start)
+		hosts = append(hosts, testRunIn(repo, hostEnv, script))
+		cached = append(cached, testRunIn(repo, cacheEnv, script, "git", "lease", "start", "--"))
+		bare = append(bare, testRunIn(repo, env, script, "git", "lease", "start", "--"))
 	}
-	host := median(hosts)
-	fmt.Printf("\n%-28s %10s %10s %8s %14s\n", "test run ("+goTest+")", "median", "vs host", "runs", "start→agent")
-	fmt.Printf("%-28s %10s %10s %8d\n", "host, warm cache", host.Round(time.Millisecond), "", *runs)
+	host := summarizeTestRuns(hosts)
+	fmt.Printf("\n%-28s %10s %10s %10s %10s %8s %14s\n", "test run ("+goTest+")", "median", "vs host", "CPU", "vs host", "runs", "start→agent")
 	for _, row := range []struct {
-		what     string
-		d, start time.Duration
-	}{{"lease, warm cache layer", median(cached), median(cachedStarts)}, {"lease, no cache", median(bare), median(bareStarts)}} {
-		fmt.Printf("%-28s %10s %9.2fx %8d %14s\n", row.what, row.d.Round(time.Millisecond), row.d.Seconds()/host.Seconds(), *runs, row.start.Round(time.Millisecond))
+		what string
+		m    testRunSample
+	}{{"host, warm cache", host}, {"lease, warm cache layer", summarizeTestRuns(cached)}, {"lease, no cache", summarizeTestRuns(bare)}} {
+		ratio, cpuRatio, start := "", "", ""
+		if row.what != "host, warm cache" {
+			ratio = fmt.Sprintf("%.2fx", row.m.wall.Seconds()/host.wall.Seconds())
+			cpuRatio = fmt.Sprintf("%.2fx", row.m.cpu.Seconds()/host.cpu.Seconds())
+			start = row.m.start.Round(time.Millisecond).String()
+		}
+		fmt.Printf("%-28s %10s %10s %10s %10s %8d %14s\n", row.what, row.m.wall.Round(time.Millisecond), ratio, row.m.cpu.Round(time.Millisecond), cpuRatio, *runs, start)
 	}
 	fmt.Printf("cache warm-up: %s (once, in a lease on the base)\n", warm.wall.Round(time.Millisecond))
 }
 
-// leaseTestRun runs script in a lease and returns how long it took there,
-// as the agent timed it, and the lease's start latency.
-func leaseTestRun(repo string, env []string, script string) (run, start time.Duration) {
-	agent := fmt.Sprintf("A=$(date +%%s%%N); echo T=$A; if ( %s ) >/tmp/out 2>&1; then echo D=$(( $(date +%%s%%N) - A )); else cat /tmp/out; fi", script)
+// testRunSample is one test run: its wall time and CPU time (user and
+// system, of all its processes) as the shell that ran it counted them,
+// and, in a lease, the start latency.
+type testRunSample struct {
+	wall, cpu, start time.Duration
+}
+
+// testRunIn runs script under sh, on the host or, with a prefix such as
+// git lease start --, in a lease, and returns what the shell around it
+// measured.
+func testRunIn(repo string, env []string, script string, prefix ...string) testRunSample {
+	shell := fmt.Sprintf("A=$(date +%%s%%N); echo T=$A; O=$(mktemp); if ( %s ) >$O 2>&1; then echo D=$(( $(date +%%s%%N) - A )); times; else cat $O; fi", script)
+	argv := append(prefix, "sh", "-c", shell)
 	began := time.Now()
-	s := timed(repo, env, "git", "lease", "start", "--", "sh", "-c", agent)
-	value := func(key string) int64 {
-		i := bytes.Index(s.out, []byte(key))
+	out := timed(repo, env, argv[0], argv[1:]...).out
+	ns := func(key string) int64 {
+		i := bytes.Index(out, []byte(key))
 		if i < 0 {
-			log.Fatalf("the test run failed in the lease:\n%s", s.out)
+			log.Fatalf("the test run failed:\n%s", out)
 		}
-		n, _ := strconv.ParseInt(string(bytes.Fields(s.out[i+len(key):])[0]), 10, 64)
+		n, _ := strconv.ParseInt(string(bytes.Fields(out[i+len(key):])[0]), 10, 64)
 		return n
 	}
-	return time.Duration(value("D=")), time.Unix(0, value("T=")).Sub(began)
+	wall, started := ns("D="), ns("T=")
+	// times prints the shell's own user and system time, then its
+	// children's, as "0m1.234s 0m0.567s".
+	after := strings.Split(strings.TrimSpace(string(out[bytes.Index(out, []byte("D=")):])), "\n")
+	var cpu time.Duration
+	for _, f := range strings.Fields(after[len(after)-1]) {
+		d, err := time.ParseDuration(f)
+		check(err)
+		cpu += d
+	}
+	return testRunSample{wall: time.Duration(wall), cpu: cpu, start: time.Unix(0, started).Sub(began)}
+}
+
+func summarizeTestRuns(samples []testRunSample) testRunSample {
+	var walls, cpus, starts []time.Duration
+	for _, s := range samples {
+		walls, cpus, starts = append(walls, s.wall), append(cpus, s.cpu), append(starts, s.start)
+	}
+	return testRunSample{median(walls), median(cpus), median(starts)}
 }
 
 // moveMain commits a change of 10 files (not the ones the agents edit) on
