@@ -186,11 +186,12 @@ func testRunIn(repo string, env []string, script string, prefix ...string) testR
 		return n
 	}
 	wall, started := ns("D="), ns("T=")
-	// times prints the shell's own user and system time, then its
-	// children's, as "0m1.234s 0m0.567s".
-	after := strings.Split(strings.TrimSpace(string(out[bytes.Index(out, []byte("D=")):])), "\n")
+	// After D=, times prints the shell's own user and system time, then
+	// its children's, as "0m1.234s 0m0.567s" (git lease start prints the
+	// lease's ID after them).
+	after := strings.Split(string(out[bytes.Index(out, []byte("D=")):]), "\n")
 	var cpu time.Duration
-	for _, f := range strings.Fields(after[len(after)-1]) {
+	for _, f := range strings.Fields(after[2]) {
 		d, err := time.ParseDuration(f)
 		check(err)
 		cpu += d
