@@ -32,6 +32,7 @@ func TestBoundsStopTheAgent(t *testing.T) {
 		{"memory", `memory = "64MiB"`, "exec tail /dev/zero", "memory"},
 		{"memory in tmpfs, which no RSS shows", `memory = "64MiB"`, "head -c 200M /dev/zero > /dev/shm/fill; sleep 60", "memory"},
 		{"disk, one big file", `disk = "8MiB"`, "exec head -c 64M /dev/zero > big", "disk"},
+		{"disk, through the cache overlay", "disk = \"8MiB\"\n[caches.tool]\npaths = [\"TOOL:/cache/tool\"]", "mkdir -p $TOOL && for i in $(seq 64); do head -c 1M /dev/zero > $TOOL/f$i; done; sleep 60", "disk"},
 		{"disk, a sparse file", `disk = "8MiB"`, "exec truncate -s 2G sparse", "disk"},
 		{"disk, many files", `disk = "8MiB"`, "for i in $(seq 64); do head -c 1M /dev/zero > f$i; done; sleep 60", "disk"},
 		{"disk, fallocate past the bound in one call", `disk = "8MiB"`, "fallocate -l 4M a && fallocate -l 6M b; sleep 60", "disk"},
@@ -122,7 +123,7 @@ func TestSandboxAsUnprivilegedUser(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "gitlease.test")
 	must(t, os.WriteFile(bin, self, 0o755))
-	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestSandboxEscape|TestSandboxNetwork|TestSandboxCredential|TestSandboxPreset|TestSandboxLayered|TestConcurrent|TestBounds)", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestSandboxCache|TestSandboxEscape|TestSandboxNetwork|TestSandboxCredential|TestSandboxPreset|TestSandboxLayered|TestConcurrent|TestBounds)", "-test.count=1")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8", groupFixtureEnv + "=" + groupFixture(t, extraGID)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(extraGID)}}}

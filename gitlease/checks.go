@@ -72,7 +72,7 @@ func (x *Execution) runCheck(ctx context.Context, p sandbox.Provider, tree plumb
 	if err := p.Create(ctx, spec); err != nil {
 		return sandbox.Exit{}, err
 	}
-	proc, err := p.Launch(ctx, spec, sandbox.Command{Argv: []string{"sh", "-c", command}, Output: out})
+	proc, err := p.Launch(ctx, spec, sandbox.Command{Argv: []string{"sh", "-c", command}, Env: cacheEnv(x.Lease.Policy.Caches), Output: out})
 	if err != nil {
 		return sandbox.Exit{}, err
 	}

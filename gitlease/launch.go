@@ -143,7 +143,7 @@ type access struct {
 func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Command) (*access, error) {
 	a := &access{x: x, redact: redactor(l.creds)}
 	var err error
-	if a.net, err = x.startNetwork(l.allow); err != nil {
+	if a.net, err = startNetwork(l.allow); err != nil {
 		return nil, err
 	}
 	if a.net != nil {

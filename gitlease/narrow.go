@@ -163,6 +163,7 @@ var narrowing = map[string]narrowRule{
 	"gate":                   trustedOnly("the feasibility gate is this machine's, not a repository's"),
 	"revoke.reason":          trustedOnly("a revocation of every repository is the user's decision, not a commit's"),
 	"agents":                 trustedOnly(namesYourMachine),
+	"caches":                 trustedOnly("caches are shared by every lease of the repository, and only a trusted warm-up fills them"),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),
 	"crabbox.sandboxed":      subsetRule(func(p *Policy) []string { return p.Crabbox.Sandboxed }),

@@ -75,7 +75,7 @@ type refusal struct {
 // is empty (no network). Not in the run directory: the sandbox binds the
 // socket, and a bind's source shows in its mount table, which would tell
 // the agent where the repository lives.
-func (x *Execution) startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error) {
+func startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error) {
 	if len(allow) == 0 {
 		return nil, nil
 	}
@@ -93,6 +93,13 @@ func (x *Execution) startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error
 	n.proxy = &netproxy.Proxy{Allow: allow, Resolve: netResolve, OnRefused: n.refuse}
 	go func() { n.served <- n.proxy.Serve(l) }()
 	return n, nil
+}
+
+// stop ends the proxy and removes its socket.
+func (n *leaseNetwork) stop() {
+	n.proxy.Close()
+	<-n.served
+	os.RemoveAll(filepath.Dir(n.socket))
 }
 
 // listenUnix listens on a Unix socket at path, which may be longer than a
@@ -137,9 +144,7 @@ func networkEvidence(n *leaseNetwork, bypass sandbox.Bypass, r redactor) (*Netwo
 	files := map[string][]byte{}
 	var findings []verify.Finding
 	if n != nil {
-		n.proxy.Close()
-		<-n.served
-		os.RemoveAll(filepath.Dir(n.socket))
+		n.stop()
 		s := n.proxy.Summary()
 		rec.Allowed, rec.Failed, rec.Refused, rec.BytesUp, rec.BytesDown, rec.Omitted = s.Allowed, s.Failed, s.Refused, s.BytesUp, s.BytesDown, s.Omitted
 		b, _ := json.MarshalIndent(s, "", "  ")

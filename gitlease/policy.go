@@ -54,6 +54,11 @@ type Policy struct {
 	// only, and no record holds it.
 	Revoke RevokePolicy `toml:"revoke" json:"-"`
 
+	// Caches are the build and package caches every bwrap lease gets
+	// ([caches.NAME]); trusted policy only. The record holds them: they
+	// are part of what the agent saw.
+	Caches map[string]CachePolicy `toml:"caches" json:"caches,omitempty"`
+
 	// Bwrap applies when Provider is "bwrap" or "agentfs" (bwrap's sandbox).
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
 	// Crabbox applies when Provider is "crabbox".
@@ -71,6 +76,16 @@ type BasesPolicy struct {
 // RevokePolicy is the [revoke] table: Reason is what a refused start says.
 type RevokePolicy struct {
 	Reason string `toml:"reason"`
+}
+
+// CachePolicy is one [caches.NAME] table. Each of Paths is "VAR:/cache/dir":
+// a directory of the cache under bwrap.CacheRoot, and the environment
+// variable that names it to the toolchain (GOCACHE, npm_config_cache, …).
+// Warm is the shell command that git lease cache warm runs in a sandbox
+// on the base to fill them.
+type CachePolicy struct {
+	Paths []string `toml:"paths" json:"paths"`
+	Warm  string   `toml:"warm" json:"warm"`
 }
 
 // BwrapPolicy is the [bwrap] table: SeccompAllow names the entries of the
@@ -273,7 +288,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate", "revoke.reason"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate", "revoke.reason", "caches"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.
@@ -318,6 +333,7 @@ func (p Policy) clone() Policy {
 	p.Result.AcceptAtApply = slices.Clone(p.Result.AcceptAtApply)
 	p.Checks = slices.Clone(p.Checks)
 	p.Agents = maps.Clone(p.Agents)
+	p.Caches = maps.Clone(p.Caches)
 	p.CredentialFiles = maps.Clone(p.CredentialFiles)
 	p.Bwrap.SeccompAllow = slices.Clone(p.Bwrap.SeccompAllow)
 	p.Bwrap.TolerateEscapes = slices.Clone(p.Bwrap.TolerateEscapes)
@@ -353,6 +369,9 @@ func (e *Effective) validate() error {
 		return fmt.Errorf("bwrap.tolerate_escapes (%s): %w", e.Sources["bwrap.tolerate_escapes"], err)
 	}
 	if err := e.validateAccess(); err != nil {
+		return err
+	}
+	if err := e.validateCaches(); err != nil {
 		return err
 	}
 	return e.validateCrabbox()

@@ -66,6 +66,9 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if !provider.Sandboxed() {
 		env = append(env, "LEASE_ID="+string(x.Lease.ID))
 	}
+	if provider.Name() == "bwrap" { // the one provider with caches
+		env = append(env, cacheEnv(x.Lease.Policy.Caches)...)
+	}
 	l, err := x.launchFor(provider)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)

@@ -359,7 +359,7 @@ func (x *Execution) spec() sandbox.Spec {
 	if c, err := x.Repo.Commit(base); err == nil {
 		tree = c.TreeHash.String()
 	}
-	return sandbox.Spec{
+	spec := sandbox.Spec{
 		ID:       string(x.Lease.ID),
 		Dir:      filepath.Join(x.RunDir(), "sandbox"),
 		Worktree: x.Worktree(),
@@ -385,6 +385,10 @@ func (x *Execution) spec() sandbox.Spec {
 			RequireCgroup: lim.RequireCgroup,
 		},
 	}
+	if len(x.Lease.Policy.Caches) > 0 {
+		spec.Caches, spec.CachesDir = cacheNames(x.Lease.Policy.Caches), cacheDir(x.Repo)
+	}
+	return spec
 }
 
 // treeDistance is the number of paths that differ between two trees.

@@ -34,6 +34,11 @@ type Spec struct {
 	Distance    func(from string) (int, error)
 	// BasesDir holds exported bases shared by leases (one directory per tree).
 	BasesDir string
+	// Caches names the build and package caches the agent gets, read-only
+	// layers in CachesDir that only a trusted warm-up writes. Providers
+	// without caches ignore them.
+	Caches    []string
+	CachesDir string
 	// Limits bounds the agent.
 	Limits Limits
 	// ReadOnly lists extra host paths the agent may read (never write).

@@ -34,7 +34,9 @@ them, noting each log's commit in .git/lease/removed.jsonl first.
 Gc also evicts the exported bases (the files sandboxed leases start from,
 kept for later leases) that no lease uses: those unused for longer than
 trusted policy's bases.max_age (default 7d), then the oldest while all take
-more than bases.max_bytes (default 20GiB), and says what each freed.
+more than bases.max_bytes (default 20GiB), and says what each freed, and the
+cache layers that a newer git lease cache warm or cache rm replaced once no
+running lease uses them.
 
 Example:
    git lease gc --older-than 7d --dry-run`,
@@ -83,6 +85,11 @@ Example:
 			if err == nil {
 				var freed []string
 				freed, err = gitlease.EvictBases(repo, c.Bool("dry-run"))
+				done = append(done, freed...)
+			}
+			if err == nil {
+				var freed []string
+				freed, err = gitlease.EvictCaches(repo, c.Bool("dry-run"))
 				done = append(done, freed...)
 			}
 			for _, line := range done {

@@ -77,6 +77,7 @@ Example:
 			cleanupCommand(),
 			reconcileCommand(),
 			gcCommand(),
+			cacheCommand(),
 			verifyCommand(),
 			keysCommand(),
 			waitCommand(),

@@ -35,6 +35,8 @@ type stage struct {
 	// Lower marks the overlay's lower layers (the exported base's), in
 	// order, the topmost first. They are staged as lower0, lower1, ….
 	Lower bool
+	// Cache marks the cache overlay's lower layers, staged as cache0, ….
+	Cache bool
 }
 
 // The names of the overlay's stages: the lease's runtime directory, which
@@ -45,6 +47,7 @@ const (
 	stageMerged  = "merged"    // the overlay's mount point, made by the init
 	stageScratch = "scratch"   // the tmpfs behind /tmp, the home and /dev/shm
 	stageSelf    = "git-lease" // a copy of the binary, for the network forwarder
+	stageCaches  = "caches"    // the cache overlay's mount point, made by the init
 )
 
 // scratchDirs are the agent's places on the scratch tmpfs.
@@ -120,6 +123,9 @@ func newSandboxView(spec sandbox.Spec, cmd sandbox.Command, served *Served) (*sa
 		for i, dir := range lowers {
 			v.stages = append(v.stages, stage{Name: "lower" + strconv.Itoa(i), Host: dir, Dir: true, Lower: true})
 		}
+		for i, dir := range heldCaches(spec) {
+			v.stages = append(v.stages, stage{Name: "cache" + strconv.Itoa(i), Host: dir, Dir: true, Cache: true})
+		}
 		v.stages = append(v.stages, stage{Name: stageLease, Host: spec.Dir, Dir: true})
 	}
 	v.add("--unshare-user", "--uid", agentUID, "--gid", agentUID, "--disable-userns",
@@ -181,6 +187,9 @@ func newSandboxView(spec sandbox.Spec, cmd sandbox.Command, served *Served) (*sa
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
 	// that nothing but /work and the scratch tmpfs (both bounded) can be
 	// written.
+	if spec.CachesDir != "" {
+		v.add("--bind", path.Join(stageDir, stageCaches), CacheRoot)
+	}
 	bindWork := "--bind"
 	if spec.ReadOnlyWork {
 		bindWork = "--ro-bind"

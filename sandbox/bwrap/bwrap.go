@@ -62,16 +62,17 @@ const (
 	workDir   = "/work"
 )
 
-// dirs are the lease's overlay directories, and the descriptor of the
-// disk image's mount that holds them (-1: none, they are under spec.Dir).
+// dirs are the lease's overlay directories (upper: its /work's, cache:
+// its caches'), and the descriptor of the disk image's mount that holds
+// them (-1: none, they are under spec.Dir).
 type dirs struct {
-	upper, work string
-	disk        int
+	upper, work, cache string
+	disk               int
 }
 
 // layout is where the overlay directories are without a disk image.
 func layout(spec sandbox.Spec) dirs {
-	return dirs{upper: filepath.Join(spec.Dir, "upper"), work: filepath.Join(spec.Dir, "work"), disk: -1}
+	return dirs{upper: filepath.Join(spec.Dir, "upper"), work: filepath.Join(spec.Dir, "work"), cache: filepath.Join(spec.Dir, cacheUpper), disk: -1}
 }
 
 // Check reports whether bwrap is installed and user namespaces are enabled.
@@ -99,6 +100,9 @@ func (p Provider) Create(ctx context.Context, spec sandbox.Spec) error {
 		return err
 	}
 	if err := acquireBase(spec); err != nil {
+		return err
+	}
+	if err := acquireCaches(spec); err != nil {
 		return err
 	}
 	d := layout(spec)
@@ -168,6 +172,9 @@ func (p Provider) Discard(ctx context.Context, spec sandbox.Spec) error {
 	if err := removeAll(spec.Dir); err != nil || p.Served != nil {
 		return err
 	}
+	if err := releaseCaches(spec); err != nil {
+		return err
+	}
 	return releaseBase(spec)
 }
 
@@ -232,7 +239,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath,
+		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Caches: spec.CachesDir != "",
 		Seccomp: filter, Notify: notify,
 		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
 	}
@@ -302,6 +309,10 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			os.Chmod(filepath.Join(d.work, "work"), 0o700)
 		}
 		openDirs(d.upper)
+		if spec.CachesDir != "" {
+			os.Chmod(filepath.Join(filepath.Dir(d.cache), cacheWork, "work"), 0o700)
+			openDirs(d.cache)
+		}
 	}
 	proc.Gate = func() error {
 		_, err := goW.Write([]byte("go\n"))

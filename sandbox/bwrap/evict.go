@@ -50,7 +50,7 @@ func EvictBases(bases string, maxAge time.Duration, maxBytes int64, now time.Tim
 				if dryRun {
 					verb = "would evict"
 				}
-				done = append(done, fmt.Sprintf("%s base %s (%s, %s)", verb, a.tree[:12], a.kind, humanBytes(a.bytes)+", "+why))
+				done = append(done, fmt.Sprintf("%s base %s (%s, %s)", verb, a.tree[:12], a.kind, HumanBytes(a.bytes)+", "+why))
 				if !dryRun {
 					if err := removeAll(basePath(bases, a.tree)); err != nil {
 						return err
@@ -119,7 +119,8 @@ func listBases(bases string) ([]*exported, error) {
 	return all, nil
 }
 
-func humanBytes(n int64) string {
+// HumanBytes is n bytes in KiB, MiB or GiB.
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

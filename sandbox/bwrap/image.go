@@ -350,7 +350,7 @@ func leaseDirs(spec sandbox.Spec) (dirs, error) {
 		mounted.fds[image] = m
 	}
 	root := "/proc/self/fd/" + strconv.Itoa(m)
-	return dirs{upper: root + "/upper", work: root + "/work", disk: m}, nil
+	return dirs{upper: root + "/upper", work: root + "/work", cache: root + "/" + cacheUpper, disk: m}, nil
 }
 
 // unmountImage drops this process's mount of spec's image, if it has one.

@@ -42,6 +42,7 @@ type initSpec struct {
 	Scratch string            // the scratch tmpfs's mount options
 	Files   map[string]sandboxFile
 	Self    bool // copy the binary (fdSelf) to the staging tmpfs (see copySelf)
+	Caches  bool // mount the cache overlay (see mountCaches)
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent

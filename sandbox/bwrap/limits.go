@@ -24,9 +24,9 @@ import (
 // and the bound is named.
 type limiter struct {
 	limits sandbox.Limits
-	upper  string
-	disk   int     // the disk image's mount (-1: none; the host walks upper)
-	cg     *cgroup // nil: rlimits only
+	uppers []string // the upper directories of the lease's overlays
+	disk   int      // the disk image's mount (-1: none; the host walks uppers)
+	cg     *cgroup  // nil: rlimits only
 	// threads is headroom under RLIMIT_NPROC for the sandbox's own
 	// processes: bwrap, the gate, and the network forwarder if any.
 	threads int64
@@ -44,7 +44,7 @@ func newLimiter(spec sandbox.Spec, d dirs) *limiter {
 	if spec.ProxySocket != "" {
 		threads += forwarderThreads
 	}
-	return &limiter{limits: spec.Limits, upper: d.upper, disk: d.disk, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}
+	return &limiter{limits: spec.Limits, uppers: []string{d.upper, d.cache}, disk: d.disk, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}
 }
 
 // enforcement names the kernel mechanism, for the lease record.
@@ -228,7 +228,7 @@ func (l *limiter) watch() string {
 		l.diskBusy = true
 		l.mu.Unlock()
 		if !busy {
-			used := diskUsage(l.upper)
+			used := l.diskUsage()
 			l.mu.Lock()
 			l.diskBusy = false
 			open := l.openDisk
@@ -325,7 +325,21 @@ func (l *limiter) finish(exit *sandbox.Exit, state *os.ProcessState) {
 		if diskFull(l.disk) {
 			exit.Bound = sandbox.BoundDisk
 		}
-	case l.limits.DiskBytes > 0 && diskUsage(l.upper) > l.limits.DiskBytes: // unmeasurable included
+	case l.limits.DiskBytes > 0 && l.diskUsage() > l.limits.DiskBytes: // unmeasurable included
 		exit.Bound = sandbox.BoundDisk
 	}
+}
+
+// diskUsage is what the lease's upper directories hold together (its
+// caches' counts against its disk bound too), or unmeasurable.
+func (l *limiter) diskUsage() int64 {
+	var total int64
+	for _, dir := range l.uppers {
+		used := diskUsage(dir)
+		if used == unmeasurable {
+			return unmeasurable
+		}
+		total += used
+	}
+	return total
 }

@@ -37,7 +37,7 @@ func detach(stages []stage, pid int) ([]int, error) {
 			return nil, fmt.Errorf("detach a copy of %s: %w", s.Name, err)
 		}
 		fds = append(fds, fd)
-		if !s.Lower {
+		if !s.Lower && !s.Cache {
 			continue
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY, Userns_fd: uint64(ns)}
@@ -164,6 +164,43 @@ func stageAll(spec initSpec, fds []int) error {
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(lease, "upper") + ",workdir=" + filepath.Join(lease, "work") + ",userxattr"
 	if err := unix.Mount("overlay", merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay: %w", err)
+	}
+	if spec.Caches {
+		return mountCaches(spec.Stages)
+	}
+	return nil
+}
+
+// mountCaches mounts the cache overlay: the cache layers the host staged
+// (or an empty directory when there are none) under an upper directory of
+// the lease's own, next to its /work's.
+func mountCaches(stages []stage) error {
+	var lowers []string
+	for _, s := range stages {
+		if s.Cache {
+			lowers = append(lowers, filepath.Join(stageDir, s.Name))
+		}
+	}
+	if len(lowers) == 0 {
+		empty := filepath.Join(stageDir, "cache-empty")
+		if err := os.Mkdir(empty, 0o755); err != nil {
+			return err
+		}
+		lowers = []string{empty}
+	}
+	lease := filepath.Join(stageDir, stageLease)
+	for _, dir := range []string{cacheUpper, cacheWork} {
+		if err := os.Mkdir(filepath.Join(lease, dir), 0o755); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	at := filepath.Join(stageDir, stageCaches)
+	if err := os.Mkdir(at, 0o755); err != nil {
+		return err
+	}
+	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(lease, cacheUpper) + ",workdir=" + filepath.Join(lease, cacheWork) + ",userxattr"
+	if err := unix.Mount("overlay", at, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount the cache overlay: %w", err)
 	}
 	return nil
 }

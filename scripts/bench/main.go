@@ -14,7 +14,12 @@
 // the peak resident memory of the largest process, and the disk that the
 // exported bases and layers take.
 //
-//	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3]
+// Then a project's own test run (go vet and go test of a small real
+// module, BurntSushi/toml from this module's dependencies) on the host
+// with a warm build cache, inside a lease with a warm cache layer (git
+// lease cache warm), and inside a lease with none, interleaved.
+//
+//	go run ./scripts/bench [-sizes 1000,10000,100000] [-runs 3] [-testrun=false]
 //
 // With -providers it instead compares the agentfs provider with the overlay
 // provider (see providers.go): start, 10,000 file writes, compiling a small
@@ -37,8 +42,9 @@ import (
 )
 
 var (
-	sizes     = flag.String("sizes", "1000,10000,100000", "repository sizes in files")
+	sizes     = flag.String("sizes", "1000,10000,100000", "repository sizes in files (none: only the test run)")
 	runs      = flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	testRun   = flag.Bool("testrun", true, "measure a Go module's test run on the host and in leases")
 	providers = flag.Bool("providers", false, "compare the agentfs provider with the overlay provider instead")
 )
 
@@ -60,7 +66,7 @@ func main() {
 	}
 
 	fmt.Printf("%-8s %-11s %10s %10s %8s %14s %12s\n", "files", "what", "median", "vs git", "runs", "start→agent", "peak RSS")
-	for _, s := range strings.Split(*sizes, ",") {
+	for _, s := range strings.FieldsFunc(*sizes, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(s)
 		check(err)
 		repo := generate(tmp, n, env)
@@ -102,6 +108,112 @@ func main() {
 		whole, layers, count := basesDisk(repo)
 		fmt.Printf("%-8d disk: whole base %.1f MiB, %d layers %.1f MiB in all\n", n, float64(whole)/(1<<20), count, float64(layers)/(1<<20))
 	}
+	if *testRun {
+		benchTestRun(tmp, env)
+	}
+}
+
+// goTest is the project's test run: what a person or an agent runs after
+// an edit. -count=1 runs the tests whatever results a cache holds.
+const goTest = "go vet ./... && go test -count=1 ./..."
+
+// benchTestRun measures goTest on a copy of BurntSushi/toml (no
+// dependencies, 2k tests): on the host with a build cache warmed by one
+// run, in a lease whose cache layer git lease cache warm made with the
+// same command, and in a lease without caches. Each reports the test run's
+// own wall time (in a lease, as the agent timed it); a lease's start and
+// collection come on top, and are the rows above.
+func benchTestRun(tmp string, env []string) {
+	goBin, err := exec.LookPath("go")
+	check(err)
+	goBin, err = filepath.EvalSymlinks(goBin)
+	check(err)
+	if !strings.HasPrefix(goBin, "/usr/") && !strings.HasPrefix(goBin, "/opt/") {
+		log.Fatalf("go is at %s, which a lease does not see (only /usr and /opt): install Go under /usr/local or /opt", goBin)
+	}
+	src, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/BurntSushi/toml").Output()
+	check(err)
+	repo := filepath.Join(tmp, "toml")
+	run("", env, "cp", "-r", strings.TrimSpace(string(src)), repo)
+	run(repo, env, "sh", "-c", "chmod -R u+w . && git init -q -b main && git add -A && git commit -q -m toml")
+	// The whole test run, with Go's own toolchain and nothing fetched.
+	script := fmt.Sprintf("export PATH=%s:$PATH GOTOOLCHAIN=local GOFLAGS= GOPROXY=off; %s", filepath.Dir(goBin), goTest)
+	hostEnv := append(env, "GOCACHE="+filepath.Join(tmp, "host-gocache"), "GOMODCACHE="+filepath.Join(tmp, "host-gomod"))
+	run(repo, hostEnv, "sh", "-c", script) // warms the host's cache
+	cacheEnv := append(env, "XDG_CONFIG_HOME="+filepath.Join(tmp, "config-caches"))
+	check(os.MkdirAll(filepath.Join(tmp, "config-caches", "git-lease"), 0o755))
+	policy := fmt.Sprintf("[caches.go]\npaths = [\"GOCACHE:/cache/go-build\", \"GOMODCACHE:/cache/gomod\"]\nwarm = %q\n", script)
+	check(os.WriteFile(filepath.Join(tmp, "config-caches", "git-lease", "policy.toml"), []byte(policy), 0o644))
+	warm := timed(repo, cacheEnv, "git", "lease", "cache", "warm")
+	var hosts, cached, bare []testRunSample
+	for i := 0; i < *runs; i++ {
+		hosts = append(hosts, testRunIn(repo, hostEnv, script))
+		cached = append(cached, testRunIn(repo, cacheEnv, script, "git", "lease", "start", "--"))
+		if i == 0 { // once: it takes minutes, and shows what the cache saves
+			bare = append(bare, testRunIn(repo, env, script, "git", "lease", "start", "--"))
+		}
+	}
+	host := summarizeTestRuns(hosts)
+	fmt.Printf("\n%-28s %10s %10s %10s %10s %8s %14s\n", "test run ("+goTest+")", "median", "vs host", "CPU", "vs host", "runs", "start→agent")
+	for _, row := range []struct {
+		what string
+		m    testRunSample
+		runs int
+	}{{"host, warm cache", host, *runs}, {"lease, warm cache layer", summarizeTestRuns(cached), *runs}, {"lease, no cache", summarizeTestRuns(bare), 1}} {
+		ratio, cpuRatio, start := "", "", ""
+		if row.what != "host, warm cache" {
+			ratio = fmt.Sprintf("%.2fx", row.m.wall.Seconds()/host.wall.Seconds())
+			cpuRatio = fmt.Sprintf("%.2fx", row.m.cpu.Seconds()/host.cpu.Seconds())
+			start = row.m.start.Round(time.Millisecond).String()
+		}
+		fmt.Printf("%-28s %10s %10s %10s %10s %8d %14s\n", row.what, row.m.wall.Round(time.Millisecond), ratio, row.m.cpu.Round(time.Millisecond), cpuRatio, row.runs, start)
+	}
+	fmt.Printf("cache warm-up: %s (once, in a lease on the base)\n", warm.wall.Round(time.Millisecond))
+}
+
+// testRunSample is one test run: its wall time and CPU time (user and
+// system, of all its processes) as the shell that ran it counted them,
+// and, in a lease, the start latency.
+type testRunSample struct {
+	wall, cpu, start time.Duration
+}
+
+// testRunIn runs script under sh, on the host or, with a prefix such as
+// git lease start --, in a lease, and returns what the shell around it
+// measured.
+func testRunIn(repo string, env []string, script string, prefix ...string) testRunSample {
+	shell := fmt.Sprintf("A=$(date +%%s%%N); echo T=$A; O=$(mktemp); if ( %s ) >$O 2>&1; then echo D=$(( $(date +%%s%%N) - A )); times; else cat $O; fi", script)
+	argv := append(prefix, "sh", "-c", shell)
+	began := time.Now()
+	out := timed(repo, env, argv[0], argv[1:]...).out
+	ns := func(key string) int64 {
+		i := bytes.Index(out, []byte(key))
+		if i < 0 {
+			log.Fatalf("the test run failed:\n%s", out)
+		}
+		n, _ := strconv.ParseInt(string(bytes.Fields(out[i+len(key):])[0]), 10, 64)
+		return n
+	}
+	wall, started := ns("D="), ns("T=")
+	// After D=, times prints the shell's own user and system time, then
+	// its children's, as "0m1.234s 0m0.567s" (git lease start prints the
+	// lease's ID after them).
+	after := strings.Split(string(out[bytes.Index(out, []byte("D=")):]), "\n")
+	var cpu time.Duration
+	for _, f := range strings.Fields(after[2]) {
+		d, err := time.ParseDuration(f)
+		check(err)
+		cpu += d
+	}
+	return testRunSample{wall: time.Duration(wall), cpu: cpu, start: time.Unix(0, started).Sub(began)}
+}
+
+func summarizeTestRuns(samples []testRunSample) testRunSample {
+	var walls, cpus, starts []time.Duration
+	for _, s := range samples {
+		walls, cpus, starts = append(walls, s.wall), append(cpus, s.cpu), append(starts, s.start)
+	}
+	return testRunSample{median(walls), median(cpus), median(starts)}
 }
 
 // moveMain commits a change of 10 files (not the ones the agents edit) on

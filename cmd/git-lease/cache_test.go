@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-lease/git-lease/refs/refstest"
+)
+
+// git lease cache warm makes a layer per warm-up, cache ls lists them, gc
+// frees the layer a newer warm-up replaced, and cache rm the rest.
+func TestCacheWarmListRemove(t *testing.T) {
+	dir := faultRepo(t)
+	cfg := os.Getenv("XDG_CONFIG_HOME")
+	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && head -c 5000 /dev/zero > $TOOL_CACHE/blob\"\n"
+	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "no caches") {
+		t.Fatalf("cache ls before any warm-up:\n%s", out)
+	}
+	if out, err := runLease(t, dir, nil, "cache", "warm", "nosuch"); err == nil || !strings.Contains(out, `no cache "nosuch"`) {
+		t.Fatalf("warm of an undeclared cache: %v\n%s", err, out)
+	}
+	mustRun(t, dir, "cache", "warm", "--base", "HEAD", "tool")
+	mustRun(t, dir, "cache", "warm")
+	var infos []struct {
+		Name, Layer, Base string
+		Bytes             int64
+		Current           bool
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "cache", "ls", "--json")), &infos); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.TrimSpace(refstest.Git(t, dir, "rev-parse", "HEAD"))
+	if len(infos) != 2 || infos[0].Layer != "000002" || !infos[0].Current || infos[1].Current || infos[0].Base != head || infos[0].Bytes < 5000 {
+		t.Fatalf("cache ls --json: %+v", infos)
+	}
+	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "tool   000001") || !strings.Contains(out, "superseded") {
+		t.Fatalf("cache ls:\n%s", out)
+	}
+	if out := mustRun(t, dir, "gc", "--dry-run"); !strings.Contains(out, "would remove cache tool layer 000001") {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	if out := mustRun(t, dir, "gc"); !strings.Contains(out, "removed cache tool layer 000001") || strings.Contains(out, "000002") {
+		t.Fatalf("gc:\n%s", out)
+	}
+	if out := mustRun(t, dir, "cache", "rm", "tool"); !strings.Contains(out, "removed cache tool layer 000002") {
+		t.Fatalf("cache rm:\n%s", out)
+	}
+	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "no caches") {
+		t.Fatalf("cache ls after rm:\n%s", out)
+	}
+}

@@ -1,0 +1,282 @@
+package gitlease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
+	"github.com/git-lease/git-lease/sandbox/bwrap"
+)
+
+// Build and package caches: trusted policy declares them ([caches.NAME]),
+// git lease cache warm fills one in a sandbox on a base and keeps what the
+// warm-up wrote under the cache's directories as a read-only layer (see
+// sandbox/bwrap/cache.go), and every bwrap lease then sees the current
+// layers through a copy-on-write overlay of its own, with the variables
+// that name the cache's directories set. A lease's writes there are never
+// collected and never reach a layer: only a warm-up makes one.
+
+// cacheDir is where a repository's cache layers are kept.
+func cacheDir(repo *refs.Repo) string { return repo.LeaseDir("caches") }
+
+// validateCaches checks each cache's name and paths: "VAR:/cache/dir",
+// every directory under bwrap.CacheRoot, no two of them nested, no
+// variable set twice.
+func (e *Effective) validateCaches() error {
+	vars := map[string]bool{}
+	var dirs []string
+	for _, name := range slices.Sorted(mapKeys(e.Caches)) {
+		c := e.Caches[name]
+		if !bwrap.ValidCacheName(name) {
+			return fmt.Errorf("caches.%s: a cache's name is lowercase letters, digits, - and _", name)
+		}
+		if len(c.Paths) == 0 {
+			return fmt.Errorf("caches.%s.paths is empty: name each directory as \"VAR:%s/dir\"", name, bwrap.CacheRoot)
+		}
+		for _, p := range c.Paths {
+			v, dir, ok := strings.Cut(p, ":")
+			if !ok || !validEnvName(v) || path.Clean(dir) != dir || !strings.HasPrefix(dir, bwrap.CacheRoot+"/") {
+				return fmt.Errorf("caches.%s.paths: %q: use \"VAR:%s/dir\", a variable and a clean directory under %s", name, p, bwrap.CacheRoot, bwrap.CacheRoot)
+			}
+			if vars[v] {
+				return fmt.Errorf("caches.%s.paths: %s is set by another cache path", name, v)
+			}
+			vars[v] = true
+			for _, d := range dirs {
+				if d == dir || strings.HasPrefix(dir, d+"/") || strings.HasPrefix(d, dir+"/") {
+					return fmt.Errorf("caches.%s.paths: %s overlaps %s: each cache directory belongs to one cache", name, dir, d)
+				}
+			}
+			dirs = append(dirs, dir)
+		}
+	}
+	return nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	return strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == ""
+}
+
+// cacheNames are the policy's caches, sorted.
+func cacheNames(caches map[string]CachePolicy) []string {
+	return slices.Sorted(mapKeys(caches))
+}
+
+// cacheEnv points each cache variable at its directory in the sandbox.
+func cacheEnv(caches map[string]CachePolicy) []string {
+	var env []string
+	for _, name := range cacheNames(caches) {
+		for _, p := range caches[name].Paths {
+			v, dir, _ := strings.Cut(p, ":")
+			env = append(env, v+"="+dir)
+		}
+	}
+	return env
+}
+
+// cacheMeta is a layer's meta.json: what was warmed, on what, when.
+type cacheMeta struct {
+	Base     string    `json:"base"`
+	Tree     string    `json:"tree"`
+	WarmedAt time.Time `json:"warmed_at"`
+	Command  string    `json:"command"`
+	Paths    []string  `json:"paths"`
+}
+
+// WarmCache runs the warm-up command of each cache of names (all the
+// policy's when empty) in a sandbox on base with trusted policy's limits
+// and network, and makes what it wrote under the cache's directories the
+// cache's new layer, which the next leases get. A warm-up starts with the
+// cache empty, so that a layer holds only what one warm-up on one base
+// wrote.
+func WarmCache(ctx context.Context, repo *refs.Repo, base plumbing.Hash, names []string, out io.Writer) ([]CacheInfo, error) {
+	eff, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		names = cacheNames(eff.Caches)
+		if len(names) == 0 {
+			return nil, fmt.Errorf("trusted policy declares no cache: add a [caches.NAME] table (see git lease cache --help)")
+		}
+	}
+	commit, err := repo.Commit(base)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	provider := bwrap.Provider{Self: self}
+	if err := provider.Check(); err != nil {
+		return nil, err
+	}
+	var warmed []CacheInfo
+	for _, name := range names {
+		c, ok := eff.Caches[name]
+		if !ok {
+			return warmed, fmt.Errorf("trusted policy declares no cache %q (it declares: %s)", name, strings.Join(cacheNames(eff.Caches), ", "))
+		}
+		if c.Warm == "" {
+			return warmed, fmt.Errorf("caches.%s.warm is not set: trusted policy names no warm-up command", name)
+		}
+		fmt.Fprintf(out, "cache %s: warming on %s: %s\n", name, base.String()[:12], c.Warm)
+		layer, err := warmOne(ctx, repo, eff, provider, commit.Hash, commit.TreeHash, name, c, out)
+		if err != nil {
+			return warmed, fmt.Errorf("cache %s: %w", name, err)
+		}
+		info := cacheInfo(layer)
+		fmt.Fprintf(out, "cache %s: layer %s, %s\n", name, info.Layer, bwrap.HumanBytes(info.Bytes))
+		warmed = append(warmed, info)
+	}
+	return warmed, nil
+}
+
+func warmOne(ctx context.Context, repo *refs.Repo, eff *Effective, p bwrap.Provider, base, tree plumbing.Hash, name string, c CachePolicy, out io.Writer) (bwrap.CacheLayer, error) {
+	b := make([]byte, 6)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	lim := eff.Limits
+	spec := sandbox.Spec{
+		ID:         "warm-" + id,
+		Dir:        filepath.Join(cacheDir(repo), ".warm-"+id),
+		BaseTree:   tree.String(),
+		BasesDir:   repo.LeaseDir("bases"),
+		CachesDir:  cacheDir(repo), // the overlay, with no layer under it
+		ExportBase: func(dir string) error { return repo.ExportTree(tree, dir) },
+		ExportLayer: func(from, dir string, marks sandbox.LayerMarks) error {
+			return repo.ExportLayer(plumbing.NewHash(from), tree, dir, marks)
+		},
+		Distance:     func(from string) (int, error) { return treeDistance(repo, plumbing.NewHash(from), tree) },
+		ReadOnly:     eff.ReadOnly,
+		SeccompAllow: eff.Bwrap.SeccompAllow,
+		Limits: sandbox.Limits{
+			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
+			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
+		},
+	}
+	allow, err := eff.leaseAllowlist()
+	if err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	network, err := startNetwork(allow)
+	if err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	if network != nil {
+		defer network.stop()
+		spec.ProxySocket = network.socket
+	}
+	defer p.Discard(context.Background(), spec)
+	if err := p.Create(ctx, spec); err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	proc, err := p.Launch(ctx, spec, sandbox.Command{Argv: []string{"sh", "-c", c.Warm}, Env: cacheEnv(map[string]CachePolicy{name: c}), Output: out})
+	if err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	if err := proc.Release(); err != nil {
+		proc.Wait()
+		return bwrap.CacheLayer{}, err
+	}
+	exit, err := proc.Wait()
+	switch {
+	case err != nil:
+		return bwrap.CacheLayer{}, err
+	case exit.Bound != "":
+		return bwrap.CacheLayer{}, fmt.Errorf("the warm-up reached its %s bound (%s); no layer made", exit.Bound, exit.Detail)
+	case exit.Code != 0 || exit.Signal != "":
+		return bwrap.CacheLayer{}, fmt.Errorf("the warm-up failed (exit %d%s); no layer made", exit.Code, exit.Signal)
+	}
+	upper, err := p.CacheUpper(spec)
+	if err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	var dirs []string
+	for _, p := range c.Paths {
+		_, dir, _ := strings.Cut(p, ":")
+		dirs = append(dirs, strings.TrimPrefix(dir, bwrap.CacheRoot+"/"))
+	}
+	meta, _ := json.Marshal(cacheMeta{Base: base.String(), Tree: tree.String(), WarmedAt: repo.Now().UTC(), Command: c.Warm, Paths: c.Paths})
+	return bwrap.AddCacheLayer(cacheDir(repo), name, upper, dirs, meta)
+}
+
+// CacheInfo is one cache layer as git lease cache ls shows it.
+type CacheInfo struct {
+	Name       string    `json:"name"`
+	Layer      string    `json:"layer"`
+	Bytes      int64     `json:"bytes"`
+	Base       string    `json:"base,omitempty"`
+	WarmedAt   time.Time `json:"warmed_at"`
+	Command    string    `json:"command,omitempty"`
+	Current    bool      `json:"current"`
+	Users      int       `json:"users"`
+	Superseded bool      `json:"superseded"`
+}
+
+func cacheInfo(l bwrap.CacheLayer) CacheInfo {
+	var m cacheMeta
+	json.Unmarshal(l.Meta, &m)
+	return CacheInfo{Name: l.Name, Layer: l.Seq, Bytes: l.Bytes, Base: m.Base, WarmedAt: m.WarmedAt, Command: m.Command, Users: l.Users, Superseded: l.Superseded, Current: !l.Superseded}
+}
+
+// ListCaches is every cache layer of the repository, by cache name, the
+// newest first.
+func ListCaches(repo *refs.Repo) ([]CacheInfo, error) {
+	names, err := bwrap.CacheNames(cacheDir(repo))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	infos := []CacheInfo{}
+	for _, name := range names {
+		layers, err := bwrap.CacheLayers(cacheDir(repo), name)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range layers {
+			infos = append(infos, cacheInfo(l))
+		}
+	}
+	return infos, nil
+}
+
+// RemoveCache makes cache name no lease's from now on and removes its
+// layers that no running lease uses; gc removes the others after them.
+func RemoveCache(repo *refs.Repo, name string, dryRun bool) ([]string, error) {
+	return bwrap.RemoveCache(cacheDir(repo), name, dryRun)
+}
+
+// EvictCaches removes the cache layers that a newer warm-up or cache rm
+// replaced and that no lease uses any more, and says what each freed.
+func EvictCaches(repo *refs.Repo, dryRun bool) ([]string, error) {
+	return bwrap.RemoveUnusedCaches(cacheDir(repo), dryRun)
+}
