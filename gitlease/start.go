@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,6 +211,11 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if repo.Prefix != dir {
 		fmt.Fprintf(progress, "lease %s: %s/ is not a directory of the base: the agent starts at the top of the tree\n", id, repo.Prefix)
 	}
+	if opts.Agent == "" {
+		for _, arg := range uncommitted(repo, base, dir, opts.Command) {
+			fmt.Fprintf(progress, "lease %s: %s is in your checkout but not in the base: the agent sees only committed files (commit it, or start with --snapshot)\n", id, arg)
+		}
+	}
 	// A revocation recorded since the check above: revoke lists the
 	// running leases only after recording itself, so a start that recorded
 	// its lease before that is canceled by it, and one after is stopped here.
@@ -237,6 +243,37 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	}
 	unlock()
 	return x, x.awaitRunner(ctx, sup, !opts.Detach, progress)
+}
+
+// uncommitted lists the arguments of command that name a file in the
+// checkout (from the directory start runs in) that the base does not hold
+// at dir: a script the agent was to run that was never committed.
+func uncommitted(repo *refs.Repo, base plumbing.Hash, dir string, command []string) []string {
+	c, err := repo.Commit(base)
+	if err != nil || repo.WorkTree == "" {
+		return nil
+	}
+	t, err := repo.Tree(c.TreeHash)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, arg := range command {
+		if arg == "" || strings.HasPrefix(arg, "-") || filepath.IsAbs(arg) || strings.ContainsAny(arg, "=\n") {
+			continue
+		}
+		rel := path.Clean(filepath.ToSlash(arg))
+		if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(repo.WorkTree, repo.Prefix, filepath.FromSlash(rel))); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if _, err := t.FindEntry(path.Join(dir, rel)); err != nil {
+			out = append(out, arg)
+		}
+	}
+	return out
 }
 
 // startDir is where the agent starts: the directory git lease start runs
