@@ -40,12 +40,12 @@ func parentID(parent *Execution) refs.ID {
 	return parent.Lease.ID
 }
 
-// addChild records child in the parent's log: an event "child <id>". The
+// addChild records child in the parent's log: an event "child-<id>". The
 // parent may be running, its runner appending events too, so a stale tip
 // is read again and the event retried.
 func (x *Execution) addChild(ctx context.Context, child refs.ID) error {
 	for tries := 0; ; tries++ {
-		err := x.Event(ctx, "child "+string(child), func(l *Lease) {
+		err := x.Event(ctx, "child-"+string(child), func(l *Lease) {
 			if !slices.Contains(l.Children, child) {
 				l.Children = append(l.Children, child)
 			}

@@ -33,12 +33,13 @@ const (
 type State string
 
 // Event names something that happened to a lease without changing its
-// state: lowercase words joined by dashes.
+// state: a lowercase word, then words or lease IDs, joined by dashes
+// ("cleanup-recorded", "child-<id>").
 type Event string
 
 var (
 	stateName = regexp.MustCompile(`^[a-z]+$`)
-	eventName = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+	eventName = regexp.MustCompile(`^[a-z]+(-[a-z0-9]+)*$`)
 )
 
 // Entry is what a lease-log entry's subject says: a transition From -> To,

@@ -24,6 +24,9 @@ func TestMessagesParseBackAndRefuseWhatIsNotOne(t *testing.T) {
 	if e, err := ParseEntry(msg); err != nil || e != (Entry{ID: id, From: "review", To: "review", Event: "cleanup-recorded"}) {
 		t.Fatalf("parsed %+v, %v", e, err)
 	}
+	if msg, err := EventMessage(id, "running", "child-fedcba987654"); err != nil || !strings.HasPrefix(msg, "lease 0123456789ab: running: child-fedcba987654\n") {
+		t.Fatalf("a child event: %q %v", msg, err)
+	}
 	for _, bad := range []func() error{
 		func() error { _, err := TransitionMessage("0123", "running", "failed", ""); return err },
 		func() error { _, err := TransitionMessage(id, "Running", "failed", ""); return err },

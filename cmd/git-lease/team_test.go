@@ -226,7 +226,7 @@ func TestLocalGuardRefusesOtherWritesToLeaseLogs(t *testing.T) {
 func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	tm := newTeam(t)
 	running := startDetached(t, tm.author, "--", "sh", "-c", "sleep 60")
-	mustRun(t, tm.author, "push")
+	mustRun(t, tm.author, "push", "--all") // a running lease is sent only when asked
 	t.Cleanup(func() { runLease(t, tm.author, nil, "cancel", running) })
 	mate := tm.clone(t)
 	tips := refstest.Git(t, mate, "rev-parse", "refs/leases/"+running, "refs/leases/"+tm.id)
@@ -256,7 +256,7 @@ func TestAFetchedRunningLeaseIsLeftToItsClone(t *testing.T) {
 	}
 	// Canceled by its author, the lease still cannot be collected here.
 	mustRun(t, tm.author, "cancel", running)
-	mustRun(t, tm.author, "push")
+	mustRun(t, tm.author, "push", "--all")
 	mustRun(t, mate, "fetch")
 	if out, err := runLease(t, mate, nil, "collect", "--partial", running); err == nil || !strings.Contains(out, "started in another clone") {
 		t.Errorf("collect --partial of the author's canceled lease in the teammate's clone: %v\n%s", err, out)
@@ -291,7 +291,8 @@ func TestResultsThatNeverReachedReviewTravelAndVerify(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	if out := mustRun(t, tm.author, "push"); !strings.Contains(out, "lease "+ids[0]+": pushed") || !strings.Contains(out, "lease "+ids[1]+": pushed") {
+	// A failed lease is sent only when asked (--all); a quarantined one always.
+	if out := mustRun(t, tm.author, "push", "--all"); !strings.Contains(out, "lease "+ids[0]+": pushed") || !strings.Contains(out, "lease "+ids[1]+": pushed") {
 		t.Fatalf("push:\n%s", out)
 	}
 	mate := tm.clone(t)
