@@ -276,7 +276,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
 		Setsid:      true,
-		Pdeathsig:   syscall.SIGKILL,
+		// The sandbox dies with the thread that forked it: no goroutine
+		// may end locked to a thread (see recorder.serve).
+		Pdeathsig: syscall.SIGKILL,
 	}
 	if asRoot {
 		// Root's supplementary groups (kept across the uid change) would

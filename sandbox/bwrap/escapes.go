@@ -82,8 +82,12 @@ func (r *recorder) serve() {
 	defer unix.Close(r.listener)
 	// Each write-class call of the agent waits for this loop: one thread
 	// that the kernel wakes, and switches to directly where it can
-	// (Linux 6.6), costs the agent least.
+	// (Linux 6.6), costs the agent least. It is unlocked before the loop
+	// returns: a goroutine that ends locked takes its thread down, and
+	// every child forked from that thread with a parent-death signal (a
+	// sandbox init of another lease in this process) would be killed.
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	unix.Syscall(unix.SYS_IOCTL, uintptr(r.listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	for {
 		// The listener hangs up once the filter's last process is gone; a
