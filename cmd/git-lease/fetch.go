@@ -6,7 +6,6 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
@@ -55,13 +54,7 @@ Example:
 			if remote == "" {
 				remote = repo.DefaultRemote(c.Context)
 			}
-			allowed, err := gitlease.FetchSigners(repo)
-			if err != nil {
-				return err
-			}
-			rep, err := repo.FetchLeasesChecked(c.Context, remote, func(id refs.ID, tip plumbing.Hash) error {
-				return gitlease.CheckIncoming(c.Context, repo, remote, id, tip, allowed)
-			})
+			rep, err := gitlease.Fetch(c.Context, repo, remote)
 			if err != nil {
 				return err
 			}

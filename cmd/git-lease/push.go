@@ -38,64 +38,27 @@ Example:
 	}
 }
 
-// worthSharing are the states of the leases git lease push sends when given
-// no IDs: a result to review, or a decision on one.
-var worthSharing = []gitlease.State{gitlease.Review, gitlease.Quarantined, gitlease.Applied, gitlease.Rejected}
-
 func runPush(ctx context.Context, args []string, all bool) error {
 	repo, err := openRepo()
 	if err != nil {
 		return err
 	}
 	remote, prefixes := remoteAndIDs(ctx, repo, args)
-	var leases []*gitlease.Execution
-	if len(prefixes) == 0 {
-		every, err := gitlease.List(repo)
-		if err != nil {
-			return err
-		}
-		kept := map[gitlease.State]int{}
-		for _, x := range every {
-			if all || slices.Contains(worthSharing, x.Lease.State) {
-				leases = append(leases, x)
-			} else {
-				kept[x.Lease.State]++
-			}
-		}
-		for _, s := range slices.Sorted(maps.Keys(kept)) {
-			fmt.Fprintf(os.Stderr, "git-lease: not pushing %d %s lease(s): name them, or git lease push --all\n", kept[s], s)
-		}
-	}
-	seen := map[refs.ID]bool{}
-	for _, p := range prefixes {
-		x, err := gitlease.LoadPrefix(repo, p)
-		if err != nil {
-			return err
-		}
-		if !seen[x.Lease.ID] {
-			seen[x.Lease.ID] = true
-			leases = append(leases, x)
-		}
-	}
-	share, withheld, err := gitlease.Shareable(ctx, repo, leases)
+	rep, err := gitlease.Push(ctx, repo, remote, prefixes, all)
 	if err != nil {
 		return err
 	}
-	for _, x := range withheld {
+	for _, s := range slices.Sorted(maps.Keys(rep.Kept)) {
+		fmt.Fprintf(os.Stderr, "git-lease: not pushing %d %s lease(s): name them, or git lease push --all\n", rep.Kept[s], s)
+	}
+	for _, x := range rep.Withheld {
 		fmt.Fprintf(os.Stderr, "git-lease: not pushing lease %s: it is trusted_local (it ran unsandboxed, as you); git config lease.shareTrustedLocal true shares such leases\n", x.Lease.ID)
 	}
-	if len(share) == 0 {
+	if len(rep.Pushed) == 0 {
 		fmt.Fprintln(os.Stderr, "git-lease: no lease to push")
 		return nil
 	}
-	ids := make([]refs.ID, 0, len(share))
-	for _, x := range share {
-		ids = append(ids, x.Lease.ID)
-	}
-	if err := repo.PushLeases(ctx, remote, ids); err != nil {
-		return err
-	}
-	for _, x := range share {
+	for _, x := range rep.Pushed {
 		fmt.Printf("lease %s: pushed to %s (%s)\n", x.Lease.ID, remote, x.Lease.State)
 	}
 	return nil
