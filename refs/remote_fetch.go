@@ -241,18 +241,29 @@ func (rep *FetchReport) record(out fetchOutcome, st RefState, updates []RefUpdat
 	return append(updates, RefUpdate{Name: st.Name, Old: st.Local, New: st.Remote})
 }
 
+// fetchedTip is what the fetch brought for ref, under remote's tracking
+// prefix: zero when nothing came, or when it is not a commit (then rep
+// lists it as skipped).
+func (r *Repo) fetchedTip(remote, ref string, rep *FetchReport) (plumbing.Hash, error) {
+	tracking := trackingPrefix(remote) + strings.TrimPrefix(ref, "refs/")
+	fetched, err := r.Ref(tracking)
+	if err != nil || fetched.IsZero() {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := r.Commit(fetched); err != nil {
+		rep.Skipped = append(rep.Skipped, SkippedRef{tracking, "not a commit"})
+		return plumbing.ZeroHash, nil
+	}
+	return fetched, nil
+}
+
 // integrateRevocations adds the fetched RevocationsRef to rep and updates
 // like a lease log: created, fast-forwarded, or reported as diverged and
 // left. Whether its decisions verify is checked where they are read.
 func (r *Repo) integrateRevocations(ctx context.Context, remote string, rep *FetchReport, updates []RefUpdate) ([]RefUpdate, error) {
-	tracking := trackingPrefix(remote) + strings.TrimPrefix(RevocationsRef, "refs/")
-	fetched, err := r.Ref(tracking)
+	fetched, err := r.fetchedTip(remote, RevocationsRef, rep)
 	if err != nil || fetched.IsZero() {
 		return updates, err
-	}
-	if _, err := r.Commit(fetched); err != nil {
-		rep.Skipped = append(rep.Skipped, SkippedRef{tracking, "not a commit"})
-		return updates, nil
 	}
 	out, st, err := r.compareFetched(ctx, RevocationsRef, fetched)
 	if err != nil {

@@ -52,14 +52,9 @@ func joinNotes(a, b []byte) []byte {
 // updates: create or fast-forward it like any other ref, and merge it when
 // both sides moved on.
 func (r *Repo) integrateNotes(ctx context.Context, remote string, rep *FetchReport, updates []RefUpdate) ([]RefUpdate, error) {
-	tracking := trackingPrefix(remote) + "notes/leases"
-	fetched, err := r.Ref(tracking)
+	fetched, err := r.fetchedTip(remote, NotesRef, rep)
 	if err != nil || fetched.IsZero() {
 		return updates, err
-	}
-	if _, err := r.Commit(fetched); err != nil {
-		rep.Skipped = append(rep.Skipped, SkippedRef{tracking, "not a commit"})
-		return updates, nil
 	}
 	out, st, err := r.compareFetched(ctx, NotesRef, fetched)
 	if err != nil {
