@@ -103,7 +103,7 @@ func walkDir(d Delta, dir, rel string, fn func(Entry) error) error {
 		if err := unix.Lstat(host, &st); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		e := Entry{Path: path, HostPath: host, Size: st.Size, Mode: fileMode(st.Mode)}
+		e := Entry{Path: path, HostPath: host, Size: st.Size, Mode: FileMode(st.Mode)}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			e.Kind = File
@@ -148,9 +148,9 @@ func isOpaque(path string) bool {
 	return false
 }
 
-// fileMode converts a raw st_mode to an fs.FileMode that keeps the setuid,
+// FileMode converts a raw st_mode to an fs.FileMode that keeps the setuid,
 // setgid and sticky bits and the file type.
-func fileMode(m uint32) fs.FileMode {
+func FileMode(m uint32) fs.FileMode {
 	mode := fs.FileMode(m & 0o777)
 	if m&unix.S_ISUID != 0 {
 		mode |= fs.ModeSetuid

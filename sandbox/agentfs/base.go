@@ -42,7 +42,7 @@ func lookupBase(base *os.File, p string) baseEntry {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return baseEntry{}
 	}
-	b := baseEntry{exists: true, kind: kindOf(st.Mode), mode: fileMode(st.Mode), size: st.Size}
+	b := baseEntry{exists: true, kind: kindOf(st.Mode), mode: sandbox.FileMode(st.Mode), size: st.Size}
 	if b.kind == sandbox.Symlink {
 		buf := make([]byte, 4096)
 		n, err := unix.Readlinkat(fd, "", buf)

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"slices"
@@ -196,7 +195,7 @@ func (s *Source) readTree() ([]node, error) {
 				return fmt.Errorf("fs_dentry holds the name %q under %q", name, dir)
 			}
 			n.HostPath = "agentfs:" + n.Path
-			n.Mode = fileMode(mode)
+			n.Mode = sandbox.FileMode(mode)
 			n.Kind = kindOf(mode)
 			children = append(children, n)
 		}
@@ -266,25 +265,6 @@ func kindOf(mode uint32) sandbox.Kind {
 		return sandbox.Symlink
 	}
 	return sandbox.Special
-}
-
-// fileMode is sandbox's reading of a raw st_mode.
-func fileMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	for bit, flag := range map[uint32]fs.FileMode{unix.S_ISUID: fs.ModeSetuid, unix.S_ISGID: fs.ModeSetgid, unix.S_ISVTX: fs.ModeSticky} {
-		if m&bit != 0 {
-			mode |= flag
-		}
-	}
-	switch kindOf(m) {
-	case sandbox.Dir:
-		mode |= fs.ModeDir
-	case sandbox.Symlink:
-		mode |= fs.ModeSymlink
-	case sandbox.Special:
-		mode |= fs.ModeDevice
-	}
-	return mode
 }
 
 // Walk visits the delta's entries in the order of a directory walk.
