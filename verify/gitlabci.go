@@ -22,7 +22,7 @@ func GitLabIncludes(ci []byte) []string {
 		if !strings.HasSuffix(v, ".yml") && !strings.HasSuffix(v, ".yaml") || strings.Contains(v, "://") {
 			return
 		}
-		v = strings.TrimPrefix(v, "/")
+		v = strings.TrimLeft(v, "/") // "/x.yml" and "//x.yml" both name the repository's root
 		if i := strings.IndexAny(v, "*?["); i >= 0 {
 			dir := path.Dir(v[:i] + "x")
 			if dir == "." {

@@ -39,6 +39,7 @@ build:
 func FuzzGitLabIncludes(f *testing.F) {
 	f.Add([]byte("include:\n  - local: a/b.yml\n"))
 	f.Add([]byte("include: '/x/*.yaml'\n"))
+	f.Add([]byte("include://.yml")) // once kept a leading slash
 	f.Fuzz(func(t *testing.T, ci []byte) {
 		for _, e := range GitLabIncludes(ci) {
 			if e == "" || strings.HasPrefix(e, "/") || strings.HasPrefix(e, "../") || strings.Contains(e, "\n") {
