@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 )
 
 // realAgentPackages are the npm packages of the built-in presets' agents
@@ -45,13 +48,12 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 			const prompt = `:"--version"`
 			model := newFakeModel(t, prompt)
 			// The model's address as a preset's base_url gives it.
-			preset := builtinPresets()[name]
-			preset.BaseURL = model.URL
-			preset, err = preset.withBaseURL()
+			eff, err := policytest.ForAgent(t, "[agents."+name+"]\nbase_url = \""+model.URL+"\"\n", "", name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			argv := withPrompt(preset.Command, "--version")
+			preset := eff.Agent()
+			argv := policy.WithPrompt(preset.Command, "--version")
 			home := t.TempDir()
 			for rel, content := range preset.HomeFiles {
 				must(t, os.MkdirAll(filepath.Join(home, filepath.Dir(rel)), 0o755))

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/herdr"
@@ -321,7 +322,7 @@ var ErrNoGate = errors.New("no passing feasibility gate for this setup")
 // repository. Without one it runs the gate first, or with policy gate =
 // "require" refuses with the command to run. A failed gate refuses the
 // start: nothing falls back to another mode.
-func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sandbox.Supervisor, policy *Effective, check GateCheck) error {
+func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sandbox.Supervisor, eff *policy.Effective, check GateCheck) error {
 	if fixture := os.Getenv(GateFixtureEnv); fixture != "" && fixture == repo.CommonDir {
 		return nil
 	}
@@ -340,7 +341,7 @@ func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sand
 	}
 	if r == nil || !r.Passed || r.GateSetup != want {
 		run := fmt.Sprintf("git lease gate --provider %s --supervisor %s", want.Provider, want.Supervisor)
-		if policy.Gate == "require" {
+		if eff.Gate == "require" {
 			return fmt.Errorf("%w (%s %s with %s %s, kernel %s, git-lease %s): run %s (trusted policy says gate = \"require\")",
 				ErrNoGate, want.Provider, want.ProviderVersion, want.Supervisor, want.SupervisorVersion, want.Kernel, want.GitLease, run)
 		}

@@ -187,21 +187,3 @@ func refusalSeverity(reason string) string {
 	}
 	return verify.SeverityMedium
 }
-
-// selectNetwork narrows the lease's allowlist to the destinations asked
-// for with --net, each of which the policy must allow.
-func (e *Effective) selectNetwork(asked []string) error {
-	if len(asked) == 0 {
-		return nil
-	}
-	a, err := uncovered(asked, e.Network.Allow)
-	if err != nil {
-		return fmt.Errorf("--net: %w", err)
-	}
-	if a != "" {
-		return fmt.Errorf("--net %s: not in the lease's network allowlist %q (%s): add it to [network] allow in your trusted policy", a, e.Network.Allow, e.Sources["network.allow"])
-	}
-	e.Network.Allow = union(nil, asked)
-	e.Sources["network.allow"] = "--net"
-	return nil
-}

@@ -104,8 +104,8 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 		"evil.lease.test":          "203.0.113.7",
 	})
 	p, tp := api.port(), tlsAPI.port()
-	policy := fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\", \"api.lease.test:%d\", \"*.apis.lease.test:%d\"]\n", p, tp, p)
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\", \"api.lease.test:%d\", \"*.apis.lease.test:%d\"]\n", p, tp, p)
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	curl := "curl -fsS --max-time 10 "
 	viaProxy := curl + `--proxy "$HTTP_PROXY" --noproxy '' `
 	script := "echo proxy-variables=$(env | grep -c -i '^[a-z]*_proxy=')\n" +
@@ -167,8 +167,8 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 }
 
 func TestSandboxNetworkDNSQueryIsAFinding(t *testing.T) {
-	for _, policy := range []string{"", "[network]\nallow = [\"api.lease.test:443\"]\n"} {
-		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	for _, trustedTOML := range []string{"", "[network]\nallow = [\"api.lease.test:443\"]\n"} {
+		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 		// The resolver's query goes wherever the host's resolv.conf says;
 		// the raw one to an outside resolver surely has no route.
 		script := attempt("dns", "getent hosts example.com") + attempt("dns-raw", "printf 'q' > /dev/udp/192.0.2.53/53")
@@ -176,7 +176,7 @@ func TestSandboxNetworkDNSQueryIsAFinding(t *testing.T) {
 		requireBlocked(t, out, "dns", "dns-raw")
 		b := x.Lease.Network
 		if b == nil || b.Bypass.NoRoute+b.Bypass.ClosedUDP == 0 || len(x.Lease.Findings) == 0 || x.Lease.Findings[0].Rule != RuleNetworkBypass {
-			t.Fatalf("policy %q: the DNS query left no evidence: %+v %+v", policy, b, x.Lease.Findings)
+			t.Fatalf("policy %q: the DNS query left no evidence: %+v %+v", trustedTOML, b, x.Lease.Findings)
 		}
 	}
 }

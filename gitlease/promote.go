@@ -57,7 +57,7 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}
-	findings, err := checkResult(x.Repo, x.Lease.Policy.verifyPolicy(), c)
+	findings, err := checkResult(x.Repo, x.Lease.Policy.VerifyPolicy(), c)
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}

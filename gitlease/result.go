@@ -28,7 +28,7 @@ import (
 // result (collect --partial).
 func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
-	vp := x.Lease.Policy.verifyPolicy()
+	vp := x.Lease.Policy.VerifyPolicy()
 	entries, err := scan(ctx, d)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
