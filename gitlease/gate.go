@@ -218,11 +218,23 @@ func readGateRecord(provider, supervisor string) (*GateRecord, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var r GateRecord
-	if err := json.Unmarshal(b, &r); err != nil || r.Version != GateVersion {
+	r, err := parseGateRecord(b)
+	if err != nil {
 		return nil, nil, nil // an unreadable record is no record: the gate runs again
 	}
-	return &r, b, nil
+	return r, b, nil
+}
+
+// gateFile is the file of a gate ref's tree.
+const gateFile = "gate.json"
+
+// parseGateRecord reads a stored gate record of this version.
+func parseGateRecord(b []byte) (*GateRecord, error) {
+	var r GateRecord
+	if err := json.Unmarshal(b, &r); err != nil || r.Version != GateVersion {
+		return nil, fmt.Errorf("%s is not a gate record of version %d: %v", gateFile, GateVersion, err)
+	}
+	return &r, nil
 }
 
 // encodeGateRecord is the record's stored bytes, the same in the user's
@@ -280,12 +292,12 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 			if err != nil {
 				return err
 			}
-			if f, err := c.File("gate.json"); err == nil && f.Hash == blob {
+			if f, err := c.File(gateFile); err == nil && f.Hash == blob {
 				return nil
 			}
 			parents = []plumbing.Hash{tip}
 		}
-		tree, err := repo.WriteTree([]object.TreeEntry{{Name: "gate.json", Mode: filemode.Regular, Hash: blob}})
+		tree, err := repo.WriteTree([]object.TreeEntry{{Name: gateFile, Mode: filemode.Regular, Hash: blob}})
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,12 @@ func Revocations(repo *refs.Repo) ([]Revocation, error) {
 			}
 		}
 	}
-	b, err := repo.ReadFile(tip, revocationsFile, maxRevocations)
+	return readRevocations(repo, tip)
+}
+
+// readRevocations reads the decision at commit of a revocation log.
+func readRevocations(repo *refs.Repo, commit plumbing.Hash) ([]Revocation, error) {
+	b, err := repo.ReadFile(commit, revocationsFile, maxRevocations)
 	if err != nil {
 		return nil, err
 	}
