@@ -53,8 +53,9 @@ func parseFixture(b []byte) (fixture, error) {
 		}
 	}
 	for ; i < len(lines); i++ {
-		name, ok := strings.CutPrefix(strings.TrimRight(lines[i], "\n"), "-- ")
-		if name, ok = strings.CutSuffix(name, " --"); !ok || name == "" {
+		// Each line here starts with "-- ": the loops stop only there.
+		name, ok := strings.CutSuffix(strings.TrimPrefix(strings.TrimRight(lines[i], "\n"), "-- "), " --")
+		if !ok || name == "" {
 			return f, fmt.Errorf("line %q: want -- path --", strings.TrimRight(lines[i], "\n"))
 		}
 		var content strings.Builder
