@@ -137,13 +137,9 @@ func warmOne(ctx context.Context, repo *refs.Repo, eff *policy.Effective, p bwra
 	if err != nil {
 		return bwrap.CacheLayer{}, err
 	}
-	network, err := startNetwork(allow)
-	if err != nil {
-		return bwrap.CacheLayer{}, err
-	}
-	if network != nil {
+	if network := startNetwork(allow); network != nil {
 		defer network.stop()
-		spec.ProxySocket = network.socket
+		spec.Proxy = network.proxy
 	}
 	defer p.Discard(context.Background(), spec)
 	if err := p.Create(ctx, spec); err != nil {

@@ -143,12 +143,8 @@ type access struct {
 // adding both to the sandbox spec and the agent's command.
 func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Command) (*access, error) {
 	a := &access{x: x, redact: redactor(l.creds)}
-	var err error
-	if a.net, err = startNetwork(l.allow); err != nil {
-		return nil, err
-	}
-	if a.net != nil {
-		spec.ProxySocket = a.net.socket
+	if a.net = startNetwork(l.allow); a.net != nil {
+		spec.Proxy = a.net.proxy
 	}
 	env, files, err := x.deliverCredentials(l.creds)
 	if err != nil {

@@ -235,3 +235,31 @@ func TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
 		t.Fatalf("the event names %+v", ev)
 	}
 }
+
+// TestSandboxNetworkShowsNoHostPath: the proxy's socket is one the sandbox
+// made itself, so that a lease with a network shows no host path: not the
+// temporary directory's (where a host socket would live) nor the
+// repository's, in the mount table, in any descriptor's link or in any
+// environment. The network still works through it.
+func TestSandboxNetworkShowsNoHostPath(t *testing.T) {
+	needCurl(t)
+	api := newStandInAPI(t, false)
+	fakeDNS(t, map[string]string{"api.lease.test": "127.0.0.1"})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\"]\n", api.port()))
+	look := "{ cat /proc/self/mountinfo /proc/[0-9]*/environ; ls -l /proc/[0-9]*/fd/ /proc/[0-9]*/cwd /proc/[0-9]*/root; } 2>/dev/null"
+	script := fmt.Sprintf("curl -fsS --max-time 10 http://api.lease.test:%d/through-the-sandboxs-socket\n", api.port()) +
+		"test -S /run/lease/proxy.sock && echo proxy-socket-there\n" +
+		attempt("tmpdir", splitGrep(look, tmp)) +
+		attempt("repository", splitGrep(look, dir)) +
+		attempt("git-dir", splitGrep(look, repo.CommonDir))
+	x, out := runLease(t, repo, StartOptions{}, script)
+	if !strings.Contains(out, "api-ok /through-the-sandboxs-socket") || !strings.Contains(out, "proxy-socket-there") {
+		t.Fatalf("the allowlisted destination was not reached through the proxy's socket:\n%s", out)
+	}
+	requireBlocked(t, out, "tmpdir", "repository", "git-dir")
+	if x.Lease.State != Review {
+		t.Fatalf("state %s: %s", x.Lease.State, x.Lease.Reason)
+	}
+}
