@@ -184,7 +184,6 @@ func TestServerRefusesRewritesDeletionsAndStrayNamesEvenWhenTheyVerify(t *testin
 	tm := newTeam(t)
 	p := plumber{t, tm.clone(t)}
 	logRef := "refs/leases/" + tm.id
-	before := tm.serverRefs(t)
 	e := p.entries(logRef)
 	tip := e[len(e)-1]
 	// The same entry, signed again by the honest key at another time: it
@@ -205,15 +204,7 @@ func TestServerRefusesRewritesDeletionsAndStrayNamesEvenWhenTheyVerify(t *testin
 		{"a log under a name that is not an ID", []string{tip + ":refs/leases/not-an-id"}, "refs/leases/not-an-id: not a lease log"},
 		{"a review branch without a log on the server", []string{"HEAD:refs/heads/lease/0123456789ab"}, "refs/heads/lease/0123456789ab: the server has no lease log"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			out, err := gitIn(p.dir, nil, "", append([]string{"push", "origin"}, c.push...)...)
-			if err == nil || !strings.Contains(out, "remote: git-lease: "+c.reason) {
-				t.Fatalf("push %s: %v\n%s", strings.Join(c.push, " "), err, out)
-			}
-			if after := tm.serverRefs(t); after != before {
-				t.Fatalf("the server's refs changed:\n%s\nwere:\n%s", after, before)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { tm.mustRefusePush(t, p.dir, c.push, c.reason) })
 	}
 	// The plain branch lease/<id>-edits is no review branch: it passes.
 	if out, err := gitIn(p.dir, nil, "", "push", "origin", "HEAD:refs/heads/lease/"+tm.id+"-edits"); err != nil {
@@ -243,7 +234,6 @@ func TestServerChecksSharedNotesAndRevocations(t *testing.T) {
 	if out, err := runLease(t, p.dir, nil, "push"); err != nil {
 		t.Fatalf("pushing a revocation: %v\n%s", err, out)
 	}
-	before := tm.serverRefs(t)
 	notes := p.git(nil, "", "rev-parse", "refs/notes/leases")
 	revocations := p.git(nil, "", "rev-parse", "refs/lease-revocations/log")
 	result := p.git(nil, "", "rev-parse", "refs/heads/lease/"+tm.id)
@@ -269,14 +259,20 @@ func TestServerChecksSharedNotesAndRevocations(t *testing.T) {
 			"refs/lease-revocations/log: commit "},
 		{"a deleted revocation log", []string{":refs/lease-revocations/log"}, "refs/lease-revocations/log: deleting it is refused"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			out, err := gitIn(p.dir, nil, "", append([]string{"push", "origin"}, c.push...)...)
-			if err == nil || !strings.Contains(out, "remote: git-lease: "+c.reason) {
-				t.Fatalf("push %s: %v\n%s", strings.Join(c.push, " "), err, out)
-			}
-			if after := tm.serverRefs(t); after != before {
-				t.Fatalf("the server's refs changed:\n%s\nwere:\n%s", after, before)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { tm.mustRefusePush(t, p.dir, c.push, c.reason) })
+	}
+}
+
+// mustRefusePush pushes refspecs from dir to the team's server and fails
+// unless the server refuses them with reason and keeps its refs.
+func (tm *team) mustRefusePush(t *testing.T, dir string, push []string, reason string) {
+	t.Helper()
+	before := tm.serverRefs(t)
+	out, err := gitIn(dir, nil, "", append([]string{"push", "origin"}, push...)...)
+	if err == nil || !strings.Contains(out, "remote: git-lease: "+reason) {
+		t.Fatalf("push %s: %v\n%s", strings.Join(push, " "), err, out)
+	}
+	if after := tm.serverRefs(t); after != before {
+		t.Fatalf("the server's refs changed:\n%s\nwere:\n%s", after, before)
 	}
 }
