@@ -29,8 +29,8 @@ const (
 // a sandboxed lease, against turnModel on the host's loopback, reached as
 // host.lease.internal by a preset's base_url with one line of trusted
 // policy: the model's tool calls edit, add and delete a file, then it
-// answers. The result is exactly those changes, with no finding; it
-// verifies, and apply lands it on the branch.
+// answers. The result is exactly those changes, with no finding; what a
+// reviewer sees matches it, it verifies, and apply lands it on the branch.
 func TestSandboxRealAgentCompletesATurn(t *testing.T) {
 	// The API key each preset's agent receives.
 	for name, key := range map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "CODEX_API_KEY"} {
@@ -55,6 +55,9 @@ func TestSandboxRealAgentCompletesATurn(t *testing.T) {
 			}
 			if want := []string{"M a.txt", "D gone.txt", "A new.txt"}; !slices.Equal(changes, want) {
 				t.Fatalf("result %q, want %q; model saw %s", changes, want, model.log())
+			}
+			if rep, err := CheckReview(t.Context(), x); err != nil || !rep.Match {
+				t.Fatalf("review: %v %+v", err, rep)
 			}
 			allowed, err := AllowedSigners(repo, "", true)
 			if err != nil {
