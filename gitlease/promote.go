@@ -64,7 +64,7 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 	if len(findings) > 0 {
 		return plumbing.ZeroHash, nil, nil, fmt.Errorf("%w: the promoted result breaks %s", ErrNotVerified, findings[0].Error())
 	}
-	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, fmt.Sprintf("promote %d of %d changes", len(c.Manifest.Files), len(x.Lease.Result.Manifest)), base.String(), ""))
+	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, x.Lease.Mission, fmt.Sprintf("promote %d of %d changes", len(c.Manifest.Files), len(x.Lease.Result.Manifest)), base.String(), ""))
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}

@@ -108,7 +108,7 @@ func (x *Execution) linkSuccessor(ctx context.Context, id refs.ID) error {
 // it through verification, checks and review.
 func (x *Execution) verifyBuilt(ctx context.Context, c *collected, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
-	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, summarize(c.Manifest.Files), base.String(), string(x.Lease.RebasedFrom)))
+	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, x.Lease.Mission, summarize(c.Manifest.Files), base.String(), string(x.Lease.RebasedFrom)))
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}

@@ -70,7 +70,14 @@ func builtinPresets() map[string]AgentPreset {
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			// IS_SANDBOX lets bypassPermissions run where the sandbox's
 			// user is root (Claude Code refuses it to root otherwise).
-			Env:        map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			// Choosing its default tips runs "ps aux" to find IDEs, and
+			// procps's ps opens every process's /proc/N/environ (an
+			// escape-attempt finding in a lease); a tip list of its own
+			// that excludes the defaults skips that.
+			HomeFiles: map[string]string{
+				".claude/settings.json": `{"spinnerTipsOverride":{"excludeDefault":true,"tips":["This session runs in a git lease."]}}` + "\n",
+			},
 			HerdrAgent: "claude",
 		},
 		"codex": {
