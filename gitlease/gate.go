@@ -117,15 +117,24 @@ func currentSetup(ctx context.Context, provider string, sup sandbox.Supervisor, 
 	return s, err
 }
 
+// providerVersion is bwrap's own version. Running bwrap --version costs a
+// process on every start, so the answer is kept like the executable's
+// digest (see fileFact).
 func providerVersion(ctx context.Context, provider string) (string, error) {
 	if provider != "bwrap" {
 		return "", fmt.Errorf("the feasibility gate runs with bwrap only, not %s", provider)
 	}
-	out, err := exec.CommandContext(ctx, "bwrap", "--version").Output()
+	path, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", fmt.Errorf("%w: bwrap --version: %v", sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "bubblewrap")), nil
+	return fileFact(path, "bwrap-version", func(*os.File) (string, error) {
+		out, err := exec.CommandContext(ctx, path, "--version").Output()
+		if err != nil {
+			return "", fmt.Errorf("%w: bwrap --version: %v", sandbox.ErrUnavailable, err)
+		}
+		return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "bubblewrap")), nil
+	})
 }
 
 // supervisorVersion is Herdr's own version, or git-lease's for headless,
@@ -158,15 +167,27 @@ func kernelRelease() (string, error) {
 }
 
 // executableDigest is the sha256 of the git-lease executable. Hashing it
-// costs about 60 ms of CPU per start, so the digest is kept in this user's
-// gate store under the file's identity and times: replacing or rewriting
-// the file changes its inode or ctime, which no one can set back.
+// costs about 60 ms of CPU per start, so it is kept (see fileFact).
 func executableDigest() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(self)
+	return fileFact(self, "executable", func(f *os.File) (string, error) {
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	})
+}
+
+// fileFact is what compute says of the file at path (given it open), kept
+// in this user's gate store under name with the file's identity and times:
+// replacing or rewriting the file changes its inode or ctime, which no one
+// can set back, and the fact is computed again.
+func fileFact(path, name string, compute func(*os.File) (string, error)) (string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -180,27 +201,26 @@ func executableDigest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache := filepath.Join(dir, "executable")
+	cache := filepath.Join(dir, name)
 	if b, err := os.ReadFile(cache); err == nil {
-		if known, digest, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && known == id {
-			return digest, nil
+		if known, fact, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && known == id {
+			return fact, nil
 		}
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	fact, err := compute(f)
+	if err != nil {
 		return "", err
 	}
-	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
-	// A cache, renamed into place whole: failing to keep it costs a hash
-	// next time.
+	// A cache, renamed into place whole: failing to keep it costs a
+	// computation next time.
 	os.MkdirAll(dir, 0o700)
-	if tmp, err := os.CreateTemp(dir, ".executable-*"); err == nil {
-		_, err = tmp.WriteString(id + "\n" + digest + "\n")
+	if tmp, err := os.CreateTemp(dir, "."+name+"-*"); err == nil {
+		_, err = tmp.WriteString(id + "\n" + fact + "\n")
 		if tmp.Close() != nil || err != nil || os.Rename(tmp.Name(), cache) != nil {
 			os.Remove(tmp.Name())
 		}
 	}
-	return digest, nil
+	return fact, nil
 }
 
 // readGateRecord reads this user's record for a provider and supervisor;

@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -37,4 +38,33 @@ func TestExecutableDigestIsKeptUnderTheFilesIdentity(t *testing.T) {
 	if got, _ := executableDigest(); got != want {
 		t.Fatalf("a cache kept for another file was used: %s", got)
 	}
+}
+
+// TestBwrapVersionIsKeptUnderTheFilesIdentity: a start asks bwrap its
+// version once per bwrap file, not once per start.
+func TestBwrapVersionIsKeptUnderTheFilesIdentity(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	bin := t.TempDir()
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	runs := filepath.Join(t.TempDir(), "runs")
+	bwrap := filepath.Join(bin, "bwrap")
+	write := func(version string) {
+		must(t, os.WriteFile(bwrap, []byte("#!/bin/sh\necho run >> "+runs+"\necho bubblewrap "+version+"\n"), 0o755))
+	}
+	ask := func(want string, wantRuns int) {
+		t.Helper()
+		if got, err := providerVersion(context.Background(), "bwrap"); err != nil || got != want {
+			t.Fatalf("version %q (%v), want %q", got, err, want)
+		}
+		b, _ := os.ReadFile(runs)
+		if n := strings.Count(string(b), "run"); n != wantRuns {
+			t.Fatalf("bwrap --version ran %d times, want %d", n, wantRuns)
+		}
+	}
+	write("0.8.0")
+	ask("0.8.0", 1)
+	ask("0.8.0", 1)
+	// Another bwrap (here the same file rewritten) is asked again.
+	write("0.9.0")
+	ask("0.9.0", 2)
 }
