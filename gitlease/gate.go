@@ -284,10 +284,10 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 		return err
 	}
 	name := GateRef(r.Provider, r.Supervisor)
-	blob, err := repo.WriteBlob(data)
-	if err != nil {
-		return err
-	}
+	// Every start records its gate, nearly always the newest record
+	// already: compared by hash, that costs no object write.
+	blob := plumbing.ComputeHash(plumbing.BlobObject, data)
+	written := false
 	for attempt := 0; ; attempt++ {
 		tip, err := repo.Ref(name)
 		if err != nil {
@@ -303,6 +303,12 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 				return nil
 			}
 			parents = []plumbing.Hash{tip}
+		}
+		if !written {
+			if _, err := repo.WriteBlob(data); err != nil {
+				return err
+			}
+			written = true
 		}
 		tree, err := repo.WriteTree([]object.TreeEntry{{Name: "gate.json", Mode: filemode.Regular, Hash: blob}})
 		if err != nil {

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/refs/refstest"
 )
 
 // TestExecutableDigestIsKeptUnderTheFilesIdentity: the digest a start
@@ -67,4 +70,33 @@ func TestBwrapVersionIsKeptUnderTheFilesIdentity(t *testing.T) {
 	// Another bwrap (here the same file rewritten) is asked again.
 	write("0.9.0")
 	ask("0.9.0", 2)
+}
+
+// TestRecordingTheSameGateWritesNothing: every start records its gate in
+// the repository, nearly always the record already there; that costs no
+// object write (not even a temporary file), and a new record is a commit.
+func TestRecordingTheSameGateWritesNothing(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // a signing key of the test's own
+	repo, err := refs.Open(refstest.Repo(t, map[string]string{"a.txt": "a"}))
+	must(t, err)
+	r := &GateRecord{Version: GateVersion, GateSetup: GateSetup{Provider: "bwrap", Supervisor: "headless", Kernel: "k", GitLease: "dev"}, Passed: true}
+	must(t, recordGate(context.Background(), repo, encodeGateRecord(r), r))
+	first, _ := repo.Ref(GateRef("bwrap", "headless"))
+	objects := filepath.Join(repo.CommonDir, "objects", "pack") // where go-git makes its temporary files
+	before, err := os.Stat(objects)
+	must(t, err)
+	must(t, recordGate(context.Background(), repo, encodeGateRecord(r), r))
+	after, err := os.Stat(objects)
+	must(t, err)
+	if again, _ := repo.Ref(GateRef("bwrap", "headless")); again != first {
+		t.Fatalf("the same record was recorded again: %s after %s", again, first)
+	}
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("recording the same gate wrote in %s", objects)
+	}
+	r.Kernel = "k2"
+	must(t, recordGate(context.Background(), repo, encodeGateRecord(r), r))
+	if next, _ := repo.Ref(GateRef("bwrap", "headless")); next == first {
+		t.Fatal("a new record was not recorded")
+	}
 }
