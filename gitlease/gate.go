@@ -118,15 +118,24 @@ func currentSetup(ctx context.Context, provider string, sup sandbox.Supervisor, 
 	return s, err
 }
 
+// providerVersion is bwrap's own version. Running bwrap --version costs a
+// process on every start, so the answer is kept like the executable's
+// digest (see fileFact).
 func providerVersion(ctx context.Context, provider string) (string, error) {
 	if provider != "bwrap" {
 		return "", fmt.Errorf("the feasibility gate runs with bwrap only, not %s", provider)
 	}
-	out, err := exec.CommandContext(ctx, "bwrap", "--version").Output()
+	path, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", fmt.Errorf("%w: bwrap --version: %v", sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "bubblewrap")), nil
+	return fileFact(path, "bwrap-version", func(*os.File) (string, error) {
+		out, err := exec.CommandContext(ctx, path, "--version").Output()
+		if err != nil {
+			return "", fmt.Errorf("%w: bwrap --version: %v", sandbox.ErrUnavailable, err)
+		}
+		return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "bubblewrap")), nil
+	})
 }
 
 // supervisorVersion is Herdr's own version, or git-lease's for headless,
@@ -159,15 +168,27 @@ func kernelRelease() (string, error) {
 }
 
 // executableDigest is the sha256 of the git-lease executable. Hashing it
-// costs about 60 ms of CPU per start, so the digest is kept in this user's
-// gate store under the file's identity and times: replacing or rewriting
-// the file changes its inode or ctime, which no one can set back.
+// costs about 60 ms of CPU per start, so it is kept (see fileFact).
 func executableDigest() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(self)
+	return fileFact(self, "executable", func(f *os.File) (string, error) {
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	})
+}
+
+// fileFact is what compute says of the file at path (given it open), kept
+// in this user's gate store under name with the file's identity and times:
+// replacing or rewriting the file changes its inode or ctime, which no one
+// can set back, and the fact is computed again.
+func fileFact(path, name string, compute func(*os.File) (string, error)) (string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -181,27 +202,26 @@ func executableDigest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache := filepath.Join(dir, "executable")
+	cache := filepath.Join(dir, name)
 	if b, err := os.ReadFile(cache); err == nil {
-		if known, digest, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && known == id {
-			return digest, nil
+		if known, fact, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && known == id {
+			return fact, nil
 		}
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	fact, err := compute(f)
+	if err != nil {
 		return "", err
 	}
-	digest := "sha256:" + hex.EncodeToString(h.Sum(nil))
-	// A cache, renamed into place whole: failing to keep it costs a hash
-	// next time.
+	// A cache, renamed into place whole: failing to keep it costs a
+	// computation next time.
 	os.MkdirAll(dir, 0o700)
-	if tmp, err := os.CreateTemp(dir, ".executable-*"); err == nil {
-		_, err = tmp.WriteString(id + "\n" + digest + "\n")
+	if tmp, err := os.CreateTemp(dir, "."+name+"-*"); err == nil {
+		_, err = tmp.WriteString(id + "\n" + fact + "\n")
 		if tmp.Close() != nil || err != nil || os.Rename(tmp.Name(), cache) != nil {
 			os.Remove(tmp.Name())
 		}
 	}
-	return digest, nil
+	return fact, nil
 }
 
 // readGateRecord reads this user's record for a provider and supervisor;
@@ -277,10 +297,10 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 		return err
 	}
 	name := GateRef(r.Provider, r.Supervisor)
-	blob, err := repo.WriteBlob(data)
-	if err != nil {
-		return err
-	}
+	// Every start records its gate, nearly always the newest record
+	// already: compared by hash, that costs no object write.
+	blob := plumbing.ComputeHash(plumbing.BlobObject, data)
+	written := false
 	for attempt := 0; ; attempt++ {
 		tip, err := repo.Ref(name)
 		if err != nil {
@@ -296,6 +316,12 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 				return nil
 			}
 			parents = []plumbing.Hash{tip}
+		}
+		if !written {
+			if _, err := repo.WriteBlob(data); err != nil {
+				return err
+			}
+			written = true
 		}
 		tree, err := repo.WriteTree([]object.TreeEntry{{Name: gateFile, Mode: filemode.Regular, Hash: blob}})
 		if err != nil {

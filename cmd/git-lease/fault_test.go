@@ -157,6 +157,7 @@ func processesWith(s string) []string {
 func TestStartCrashAtEachStepIsRepaired(t *testing.T) {
 	cases := []struct{ point, state string }{
 		{"start:provisioning", "failed"},
+		{"start:recorded", "failed"},
 		{"start:running", "failed"},
 		{"start:collecting", "review"},
 		{"start:verifying", "review"},
