@@ -13,7 +13,7 @@ import (
 
 // AdoptedProvider is the provider recorded for an agent someone started
 // by hand: git-lease made no workspace for it.
-const AdoptedProvider = "adopted"
+const AdoptedProvider sandbox.ProviderName = "adopted"
 
 // Adopt records an agent that someone started by hand in a Herdr pane as a
 // trusted_local lease, with its worktree and branch as they are: the pane's
@@ -65,6 +65,6 @@ func Adopt(ctx context.Context, repo *refs.Repo, paneID, mission string) (*Execu
 	if err := x.Move(ctx, Provisioning, nil, nil); err != nil {
 		return nil, err
 	}
-	receipts := []Receipt{{Kind: "provider", Name: AdoptedProvider, ID: "lease-" + string(id), Detail: "not sandboxed: an agent started by hand"}, endpointReceipt(e)}
+	receipts := []Receipt{{Kind: "provider", Name: string(AdoptedProvider), ID: "lease-" + string(id), Detail: "not sandboxed: an agent started by hand"}, endpointReceipt(e)}
 	return x, x.Move(ctx, Running, func(l *Lease) { l.Receipts = receipts; l.Enforcement = "none (adopted: started by hand)" }, nil)
 }

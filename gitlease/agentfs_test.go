@@ -43,9 +43,9 @@ func TestAgentFSAndOverlayGiveTheSameResult(t *testing.T) {
 	agentfsOrSkip(t)
 	files := map[string]string{"README": "hello\n", "gone.txt": "bye\n", "src/old.go": "package old\n",
 		"run.sh": "#!/bin/sh\n", "tree/x": "x\n", "same.txt": "same\n", "gen/keep": "k\n"}
-	results := map[string]*Result{}
-	for _, provider := range []string{"agentfs", "bwrap"} {
-		repo, _ := sandboxRepo(t, files, "provider = \""+provider+"\"\n")
+	results := map[sandbox.ProviderName]*Result{}
+	for _, provider := range []sandbox.ProviderName{sandbox.AgentFS, sandbox.Bwrap} {
+		repo, _ := sandboxRepo(t, files, "provider = \""+string(provider)+"\"\n")
 		x, out := runAgent(t, repo, compareAgent)
 		if x.Lease.State != Review || x.Lease.Result == nil || x.Lease.Result.Status != "ok" {
 			t.Fatalf("%s: lease is %s (%s)\n%s", provider, x.Lease.State, x.Lease.Reason, out)

@@ -176,7 +176,7 @@ func (x *Execution) closeSupervisor(ctx context.Context) CleanupItem {
 // confirms that its directory is gone. The receipt names the provider and
 // the sandbox identities bound to the lease (a Crabbox box ID).
 func (x *Execution) discardSandbox(ctx context.Context) CleanupItem {
-	item := CleanupItem{Resource: "sandbox", Detail: x.Lease.Provider}
+	item := CleanupItem{Resource: "sandbox", Detail: string(x.Lease.Provider)}
 	for _, r := range x.Lease.Receipts {
 		if r.Kind == "provider" {
 			item.Detail += " " + r.ID
@@ -221,7 +221,7 @@ func (x *Execution) keptBySandbox() (item CleanupItem, ok bool) {
 	if kept == "" {
 		return item, false
 	}
-	item = CleanupItem{Resource: x.Lease.Provider + "-record", Action: ActionKept}
+	item = CleanupItem{Resource: string(x.Lease.Provider) + "-record", Action: ActionKept}
 	f, err := os.Open(kept)
 	if err != nil {
 		item.Action, item.Detail = ActionFailed, err.Error()

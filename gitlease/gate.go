@@ -42,12 +42,12 @@ const GateFixtureEnv = "GIT_LEASE_GATE_FIXTURE"
 // their versions, on one kernel, run by one build of git-lease. A record
 // gates a start only when all of it matches what the start would use.
 type GateSetup struct {
-	Provider          string `json:"provider"`
-	ProviderVersion   string `json:"provider_version"`
-	Supervisor        string `json:"supervisor"`
-	SupervisorVersion string `json:"supervisor_version"`
-	Kernel            string `json:"kernel"`
-	GitLease          string `json:"git_lease"`
+	Provider          sandbox.ProviderName `json:"provider"`
+	ProviderVersion   string               `json:"provider_version"`
+	Supervisor        string               `json:"supervisor"`
+	SupervisorVersion string               `json:"supervisor_version"`
+	Kernel            string               `json:"kernel"`
+	GitLease          string               `json:"git_lease"`
 	// GitLeaseDigest is the sha256 of the git-lease executable: a rebuilt
 	// development binary has the same version and needs its own gate.
 	GitLeaseDigest string `json:"git_lease_digest"`
@@ -73,8 +73,8 @@ type GateRecord struct {
 }
 
 // GateRef is the ref of a setup's gate records.
-func GateRef(provider, supervisor string) string {
-	return GateRefPrefix + provider + "/" + supervisor
+func GateRef(provider sandbox.ProviderName, supervisor string) string {
+	return GateRefPrefix + string(provider) + "/" + supervisor
 }
 
 // gateStoreDir is where this user keeps the gate records of this machine
@@ -92,17 +92,17 @@ func gateStoreDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "git-lease", "gate"), nil
 }
 
-func gateStorePath(provider, supervisor string) (string, error) {
+func gateStorePath(provider sandbox.ProviderName, supervisor string) (string, error) {
 	dir, err := gateStoreDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, provider+"-"+supervisor+".json"), nil
+	return filepath.Join(dir, string(provider)+"-"+supervisor+".json"), nil
 }
 
 // currentSetup is the setup a start with provider and sup would use, built
 // by git-lease version.
-func currentSetup(ctx context.Context, provider string, sup sandbox.Supervisor, version string) (GateSetup, error) {
+func currentSetup(ctx context.Context, provider sandbox.ProviderName, sup sandbox.Supervisor, version string) (GateSetup, error) {
 	s := GateSetup{Provider: provider, Supervisor: sup.Name(), GitLease: version}
 	var err error
 	if s.ProviderVersion, err = providerVersion(ctx, provider); err != nil {
@@ -121,8 +121,8 @@ func currentSetup(ctx context.Context, provider string, sup sandbox.Supervisor, 
 // providerVersion is bwrap's own version. Running bwrap --version costs a
 // process on every start, so the answer is kept like the executable's
 // digest (see fileFact).
-func providerVersion(ctx context.Context, provider string) (string, error) {
-	if provider != "bwrap" {
+func providerVersion(ctx context.Context, provider sandbox.ProviderName) (string, error) {
+	if provider != sandbox.Bwrap {
 		return "", fmt.Errorf("the feasibility gate runs with bwrap only, not %s", provider)
 	}
 	path, err := exec.LookPath("bwrap")
@@ -226,7 +226,7 @@ func fileFact(path, name string, compute func(*os.File) (string, error)) (string
 
 // readGateRecord reads this user's record for a provider and supervisor;
 // none is (nil, nil).
-func readGateRecord(provider, supervisor string) (*GateRecord, []byte, error) {
+func readGateRecord(provider sandbox.ProviderName, supervisor string) (*GateRecord, []byte, error) {
 	path, err := gateStorePath(provider, supervisor)
 	if err != nil {
 		return nil, nil, err
@@ -331,7 +331,7 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 		if !r.Passed {
 			outcome = "failed"
 		}
-		msg := refs.GateMessage(r.Provider, r.Supervisor, outcome, r.Kernel, r.GitLease)
+		msg := refs.GateMessage(string(r.Provider), r.Supervisor, outcome, r.Kernel, r.GitLease)
 		commit, err := repo.WriteCommit(tree, parents, msg)
 		if err != nil {
 			return err
@@ -360,7 +360,7 @@ var ErrNoGate = errors.New("no passing feasibility gate for this setup")
 // repository. Without one it runs the gate first, or with policy gate =
 // "require" refuses with the command to run. A failed gate refuses the
 // start: nothing falls back to another mode.
-func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sandbox.Supervisor, eff *policy.Effective, check GateCheck) error {
+func requireGate(ctx context.Context, repo *refs.Repo, provider sandbox.ProviderName, sup sandbox.Supervisor, eff *policy.Effective, check GateCheck) error {
 	if fixture := os.Getenv(GateFixtureEnv); fixture != "" && fixture == repo.CommonDir {
 		return nil
 	}
@@ -400,7 +400,7 @@ func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sand
 
 // lockGateStore serializes this user's gate checks of one provider and
 // supervisor, so that two starts that find no record run the gate once.
-func lockGateStore(provider, supervisor string) (func(), error) {
+func lockGateStore(provider sandbox.ProviderName, supervisor string) (func(), error) {
 	path, err := gateStorePath(provider, supervisor)
 	if err != nil {
 		return nil, err

@@ -19,15 +19,17 @@ import (
 
 	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // GateOptions are the inputs of git lease gate.
 type GateOptions struct {
 	// Provider and Supervisor name what to prove; "" means what a start
 	// would use (trusted policy's provider, lease.supervisor).
-	Provider, Supervisor string
-	Version              string // git-lease's
-	Progress             io.Writer
+	Provider   sandbox.ProviderName
+	Supervisor string
+	Version    string // git-lease's
+	Progress   io.Writer
 }
 
 // RunGate runs the feasibility gate for the setup a start would use and

@@ -78,7 +78,7 @@ func Import(ctx context.Context, repo *refs.Repo, opts ImportOptions) (*Executio
 	// Its exit is not known here: the database is what it left.
 	now := repo.Now()
 	agent := &AgentRun{Exit: sandbox.Exit{Detail: "imported: the agent ran elsewhere, under AgentFS"}, StartedAt: now, EndedAt: now}
-	receipt := Receipt{Kind: "provider", Name: provider.Name(), ID: "lease-" + string(id), Detail: "imported: the agent ran elsewhere, under AgentFS"}
+	receipt := Receipt{Kind: "provider", Name: string(provider.Name()), ID: "lease-" + string(id), Detail: "imported: the agent ran elsewhere, under AgentFS"}
 	if err := x.Move(ctx, Collecting, func(l *Lease) {
 		l.Receipts, l.Enforcement, l.Agent = []Receipt{receipt}, "none (imported: the agent ran elsewhere)", agent
 	}, nil); err != nil {

@@ -241,7 +241,7 @@ func (x *Execution) recoverVanished(ctx context.Context, why string, progress io
 			_, err = os.Lstat(d.Root)
 		}
 	} else if err == nil {
-		err = errors.New("its delta is in the " + p.Name() + " sandbox; cleanup stops it")
+		err = errors.New("its delta is in the " + string(p.Name()) + " sandbox; cleanup stops it")
 	}
 	if err != nil {
 		reason := fmt.Sprintf("the agent is gone: %s (reconciled); nothing of its work could be collected: %v", why, err)

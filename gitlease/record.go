@@ -31,14 +31,14 @@ type Lease struct {
 	Version int `json:"version"`
 	// Seq is the number of this record's entry in the log (1 for the
 	// first), so that a log with an entry taken out does not verify.
-	Seq       int     `json:"seq"`
-	ID        refs.ID `json:"id"`
-	Mode      Mode    `json:"mode"`
-	Sandboxed bool    `json:"sandboxed"`
-	Provider  string  `json:"provider"`
-	State     State   `json:"state"`
-	Base      string  `json:"base"`
-	BaseRef   string  `json:"base_ref,omitempty"`
+	Seq       int                  `json:"seq"`
+	ID        refs.ID              `json:"id"`
+	Mode      Mode                 `json:"mode"`
+	Sandboxed bool                 `json:"sandboxed"`
+	Provider  sandbox.ProviderName `json:"provider"`
+	State     State                `json:"state"`
+	Base      string               `json:"base"`
+	BaseRef   string               `json:"base_ref,omitempty"`
 	// SnapshotOf is set when the base is a snapshot of uncommitted changes:
 	// the commit (HEAD then) that the snapshot's parent is.
 	SnapshotOf string `json:"snapshot_of,omitempty"`

@@ -66,7 +66,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if !provider.Sandboxed() {
 		env = append(env, "LEASE_ID="+string(x.Lease.ID))
 	}
-	if provider.Name() == "bwrap" { // the one provider with caches
+	if provider.Name() == sandbox.Bwrap { // the one provider with caches
 		env = append(env, cacheEnv(x.Lease.Policy.Caches)...)
 	}
 	l, err := x.launchFor(provider)
@@ -127,7 +127,7 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 		recorded = true
 		recordErr = x.Move(ctx, Running, func(l *Lease) {
 			l.Enforcement, l.Supervisor = enforcement, &endpoint
-			l.Receipts = append(l.Receipts, Receipt{Kind: "provider", Name: provider.Name(), ID: id, Detail: enforcement}, endpointReceipt(endpoint))
+			l.Receipts = append(l.Receipts, Receipt{Kind: "provider", Name: string(provider.Name()), ID: id, Detail: enforcement}, endpointReceipt(endpoint))
 		}, nil)
 		if recordErr == nil {
 			fault("start:recorded") // while the sandbox sets up

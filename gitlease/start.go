@@ -138,7 +138,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := provider.Check(); err != nil {
 		return nil, err
 	}
-	if opts.ReadOnly && provider.Name() != "bwrap" {
+	if opts.ReadOnly && provider.Name() != sandbox.Bwrap {
 		return nil, fmt.Errorf("--read-only needs the bwrap provider, which mounts /work read-only; this lease's is %s", provider.Name())
 	}
 	command, creds, err := prepareLaunch(eff, opts, provider.Sandboxed())
@@ -166,7 +166,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := checkReadOnly(repo, eff.ReadOnly); err != nil {
 		return nil, err
 	}
-	if opts.Gate != nil && provider.Name() == "bwrap" {
+	if opts.Gate != nil && provider.Name() == sandbox.Bwrap {
 		if err := requireGate(ctx, repo, provider.Name(), sup, eff, *opts.Gate); err != nil {
 			return nil, err
 		}
@@ -312,7 +312,7 @@ func providerFor(mode Mode, eff *policy.Effective) (sandbox.Provider, error) {
 	case TrustedLocal:
 		return worktree.Provider{}, nil
 	case Sandboxed:
-		if eff.Provider == "worktree" {
+		if eff.Provider == sandbox.Worktree {
 			return nil, fmt.Errorf("provider = worktree (%s) is not a sandbox: use --mode trusted_local to run without one", eff.Sources["provider"])
 		}
 		p, err := providerByName(eff.Provider, eff)
@@ -327,23 +327,23 @@ func providerFor(mode Mode, eff *policy.Effective) (sandbox.Provider, error) {
 // providerByName is the provider a lease records, built from the lease's
 // recorded policy, for the commands that act on it later (cleanup,
 // reconcile).
-func providerByName(name string, eff *policy.Effective) (sandbox.Provider, error) {
+func providerByName(name sandbox.ProviderName, eff *policy.Effective) (sandbox.Provider, error) {
 	switch name {
-	case "worktree", AdoptedProvider:
+	case sandbox.Worktree, AdoptedProvider:
 		return worktree.Provider{}, nil
-	case "bwrap":
+	case sandbox.Bwrap:
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
 		return bwrap.Provider{Self: self}, nil
-	case "agentfs":
+	case sandbox.AgentFS:
 		self, err := os.Executable()
 		if err != nil {
 			return nil, err
 		}
 		return agentfs.Provider{Self: self}, nil
-	case "crabbox":
+	case sandbox.Crabbox:
 		if eff == nil {
 			return nil, errors.New("the lease records no policy to build its crabbox provider from")
 		}

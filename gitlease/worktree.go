@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // addWorktree adds the review worktree at its derived path on the lease's
@@ -67,7 +69,7 @@ func (x *Execution) worktreeAdmin() (string, error) {
 // review worktree (trusted_local), rather than the result being checked
 // out into it.
 func (x *Execution) agentWroteWorktree() bool {
-	return x.Lease.Provider == "worktree" && x.Lease.RebasedFrom == ""
+	return x.Lease.Provider == sandbox.Worktree && x.Lease.RebasedFrom == ""
 }
 
 // stagedMarker, in the run directory, says that the review worktree of a

@@ -135,6 +135,18 @@ type Command struct {
 	Record func(enforcement string) error
 }
 
+// ProviderName names a provider in policy (provider = "…") and in a
+// lease's record.
+type ProviderName string
+
+// The providers git-lease has.
+const (
+	Bwrap    ProviderName = "bwrap"    // bubblewrap and overlayfs, the default
+	AgentFS  ProviderName = "agentfs"  // bwrap's sandbox over an AgentFS database
+	Crabbox  ProviderName = "crabbox"  // a box from Crabbox
+	Worktree ProviderName = "worktree" // trusted_local: a git worktree, no sandbox
+)
+
 // Exit says how an agent run ended.
 type Exit struct {
 	Code   int    `json:"code"`
@@ -149,8 +161,8 @@ type Exit struct {
 // and is safe to call again after a crash: Create and Discard are
 // idempotent.
 type Provider interface {
-	// Name is the provider's name as recorded in the lease (worktree, bwrap…).
-	Name() string
+	// Name is the provider's name as policy and the lease's record say it.
+	Name() ProviderName
 	// Sandboxed reports whether the provider is a security boundary.
 	Sandboxed() bool
 	// Check reports, cheaply and before anything is created, whether the

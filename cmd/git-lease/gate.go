@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // errGateFailed makes git lease gate exit 1 once its record is kept.
@@ -47,7 +48,7 @@ Example:
 				return err
 			}
 			r, err := gitlease.RunGate(context.Background(), repo, gitlease.GateOptions{
-				Provider: c.String("provider"), Supervisor: c.String("supervisor"), Version: version, Progress: progress,
+				Provider: sandbox.ProviderName(c.String("provider")), Supervisor: c.String("supervisor"), Version: version, Progress: progress,
 			})
 			if r == nil {
 				return err

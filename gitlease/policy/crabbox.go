@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // CrabboxPolicy is the [crabbox] table of trusted policy, used when
@@ -71,7 +73,7 @@ func (e *Effective) validateCrabbox() error {
 		return bad("crabbox.pass_env", fmt.Sprintf("%q", c.PassEnv), "name CRABBOX_* variables only, never CRABBOX_CONFIG or CRABBOX_ENV_ALLOW (git-lease writes the lease's config itself)")
 	case c.MaxCopyBytes <= 0:
 		return bad("crabbox.max_copy_bytes", c.MaxCopyBytes, "the copy back from a box must be bounded, like 2GiB")
-	case e.Provider == "crabbox" && e.Limits.Wall > 0 && c.TTL <= e.Limits.Wall:
+	case e.Provider == sandbox.Crabbox && e.Limits.Wall > 0 && c.TTL <= e.Limits.Wall:
 		return bad("crabbox.ttl", c.TTL, fmt.Sprintf("a box must outlive limits.wall = %v (%s); raise crabbox.ttl or lower limits.wall", e.Limits.Wall, e.Sources["limits.wall"]))
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // A repository's .lease.toml, read from the base commit, may only narrow
@@ -100,7 +102,7 @@ const namesYourMachine = "agent presets and credential files name programs and f
 // keys, so that a new key without a rule fails the tests, and narrow
 // refuses a key it has no rule for.
 var narrowing = map[string]narrowRule{
-	"provider":         equalOnly(func(p *Policy) string { return p.Provider }),
+	"provider":         equalOnly(func(p *Policy) sandbox.ProviderName { return p.Provider }),
 	"limits.wall":      atMostRule(func(p *Policy) Duration { return p.Limits.Wall }),
 	"limits.cpu":       atMostRule(func(p *Policy) Duration { return p.Limits.CPU }),
 	"limits.memory":    atMostRule(func(p *Policy) Size { return p.Limits.Memory }),

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
+	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -26,13 +27,13 @@ import (
 // configuration; a repository's .lease.toml (read from the base commit) may
 // only narrow it.
 type Policy struct {
-	Provider    string       `toml:"provider" json:"provider"`
-	Limits      Limits       `toml:"limits" json:"limits"`
-	ReadOnly    []string     `toml:"read_only" json:"read_only"`
-	Network     Network      `toml:"network" json:"network"`
-	Credentials []string     `toml:"credentials" json:"credentials"`
-	Result      ResultPolicy `toml:"result" json:"result"`
-	Checks      []string     `toml:"checks" json:"checks"`
+	Provider    sandbox.ProviderName `toml:"provider" json:"provider"`
+	Limits      Limits               `toml:"limits" json:"limits"`
+	ReadOnly    []string             `toml:"read_only" json:"read_only"`
+	Network     Network              `toml:"network" json:"network"`
+	Credentials []string             `toml:"credentials" json:"credentials"`
+	Result      ResultPolicy         `toml:"result" json:"result"`
+	Checks      []string             `toml:"checks" json:"checks"`
 	// Agents (presets, [agents.NAME]) and CredentialFiles (credential name
 	// -> host file) may be set in trusted policy only: they name programs
 	// and files of the user's machine, so no record holds them.
@@ -150,7 +151,7 @@ const defaultDisk = 2 << 30
 // credentials, bounded resources.
 func Default() Policy {
 	return Policy{
-		Provider: "bwrap", ReadOnly: []string{}, Network: Network{Allow: []string{}}, Credentials: []string{}, Checks: []string{},
+		Provider: sandbox.Bwrap, ReadOnly: []string{}, Network: Network{Allow: []string{}}, Credentials: []string{}, Checks: []string{},
 		Limits: Limits{
 			Wall: Duration(30 * time.Minute), CPU: Duration(30 * time.Minute), Memory: 4 << 30,
 			Processes: 256, Disk: defaultDisk, Output: 8 << 20,

@@ -46,7 +46,7 @@ func (p Provider) bwrap(spec sandbox.Spec) bwrap.Provider {
 }
 
 // Name is "agentfs".
-func (Provider) Name() string { return "agentfs" }
+func (Provider) Name() sandbox.ProviderName { return sandbox.AgentFS }
 
 // Sandboxed is true: the agent runs in bwrap's sandbox.
 func (Provider) Sandboxed() bool { return true }

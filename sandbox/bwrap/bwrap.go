@@ -50,7 +50,7 @@ func (p Provider) dirs(spec sandbox.Spec) (dirs, error) {
 }
 
 // Name is "bwrap".
-func (Provider) Name() string { return "bwrap" }
+func (Provider) Name() sandbox.ProviderName { return sandbox.Bwrap }
 
 // Sandboxed is true.
 func (Provider) Sandboxed() bool { return true }

@@ -95,7 +95,7 @@ var (
 )
 
 // Name is "crabbox".
-func (Provider) Name() string { return "crabbox" }
+func (Provider) Name() sandbox.ProviderName { return sandbox.Crabbox }
 
 // Sandboxed is true: Create refuses every Crabbox provider that trusted
 // policy does not count as sandboxed.

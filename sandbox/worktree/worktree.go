@@ -17,7 +17,7 @@ import (
 type Provider struct{}
 
 // Name is "worktree".
-func (Provider) Name() string { return "worktree" }
+func (Provider) Name() sandbox.ProviderName { return sandbox.Worktree }
 
 // Sandboxed is false: nothing separates the agent from the user's account.
 func (Provider) Sandboxed() bool { return false }
