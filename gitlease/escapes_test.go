@@ -291,10 +291,29 @@ func TestSandboxEscapeOpensAreTraced(t *testing.T) {
 		}
 		return
 	}
+	if e.OpensUnrecorded != "" || !strings.Contains(e.Recording, "perf tracepoints") {
+		t.Errorf("recorded by %s, opens_unrecorded %q", e.Recording, e.OpensUnrecorded)
+	}
+	// touch's and tee's paths are on their stacks, but the sample's copy
+	// of a stack ends at the first page the process never touched, which
+	// the kernel's random gap below the arguments sometimes holds: each
+	// is recorded with its path or without.
 	unread := "(path not read: not on the caller's stack)"
-	want := map[string]int{"openat /usr/planted": 2, "openat /etc/teed": 1, "openat " + unread: 3, "openat2 " + unread: 1}
-	if !maps.Equal(got, want) || e.OpensUnrecorded != "" || !strings.Contains(e.Recording, "perf tracepoints") {
-		t.Errorf("recorded %v (opens_unrecorded %q, by %s), want %v", got, e.OpensUnrecorded, e.Recording, want)
+	withPath := map[string]int{"openat /usr/planted": 2, "openat /etc/teed": 1}
+	opens := 0
+	for k, n := range got {
+		if k == "openat2 "+unread {
+			continue
+		} else if k == "openat "+unread {
+			opens += n
+		} else if n <= withPath[k] {
+			opens += n
+		} else {
+			t.Errorf("recorded %s %d time(s)", k, n)
+		}
+	}
+	if opens != 6 || got["openat "+unread] < 3 || got["openat2 "+unread] != 1 || len(got) > 4 {
+		t.Errorf("recorded %v: want 6 openat (3 without a path, touch's and tee's with or without) and 1 openat2 without a path", got)
 	}
 }
 
