@@ -186,7 +186,11 @@ func readAt(dir int, name string) ([]byte, error) {
 func openTraceOn(ids map[uint16]tracedOpen) (*openTrace, error) {
 	t := &openTrace{byID: ids, released: make(chan struct{})}
 	tid := unix.Gettid()
-	for cpu := range runtime.NumCPU() {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	for _, cpu := range cpus {
 		var ring *traceRing
 		for id := range ids {
 			attr := unix.PerfEventAttr{
@@ -202,9 +206,6 @@ func openTraceOn(ids map[uint16]tracedOpen) (*openTrace, error) {
 				Clockid:           unix.CLOCK_MONOTONIC,
 			}
 			fd, err := unix.PerfEventOpen(&attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-			if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL) && cpuOffline(cpu) {
-				break // an offline CPU runs nothing
-			}
 			if err != nil {
 				t.close()
 				return nil, fmt.Errorf("perf_event_open: %w", err)
@@ -229,9 +230,31 @@ func openTraceOn(ids map[uint16]tracedOpen) (*openTrace, error) {
 	return t, nil
 }
 
-func cpuOffline(cpu int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/online", cpu))
-	return err == nil && strings.TrimSpace(string(b)) == "0"
+// onlineCPUs are the CPUs the kernel runs tasks on, all of them: the
+// agent may move its processes to any CPU of its cpuset, whatever this
+// process's affinity (runtime.NumCPU counts only that). A CPU brought
+// online later is not traced.
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, err
+	}
+	var cpus []int
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		first, err1 := strconv.Atoi(lo)
+		last, err2 := first, error(nil)
+		if isRange {
+			last, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("online CPUs %q", b)
+		}
+		for c := first; c <= last; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
 }
 
 func setFilter(fd int, filter string) error {
