@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -241,9 +240,9 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
 	// Writes outside that begin with an open: sent by the filter where
 	// trusted policy pays for it, else traced where the host may (see
-	// opentrace.go), else unrecorded.
-	traceErr := errors.New("trusted policy has the filter send them ([bwrap] record_opens)")
+	// opentrace.go), else unrecorded, saying why (traceErr).
 	var traceIDs map[uint16]tracedOpen
+	var traceErr error
 	if !spec.RecordOpens {
 		traceIDs, traceErr = traceAvailable()
 	}
@@ -331,7 +330,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return err
 	}
 	var trace *openTrace
-	if traceErr == nil {
+	if traceIDs != nil {
 		trace, traceErr, err = startTraced(traceIDs, proc.StartHeld)
 	} else {
 		err = proc.StartHeld()
@@ -396,7 +395,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, err
 		}
 		rec.trace.start()
-	} else if !spec.RecordOpens {
+	} else if traceErr != nil {
 		rec.opensUnrecorded = traceErr.Error()
 	}
 	launched = true
