@@ -388,7 +388,7 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	rec.shared = view.shared
 	if trace != nil {
-		if rec.trace, err = newTracer(trace, rec); err != nil {
+		if rec.trace, err = newTracer(trace, rec, spec.ReadOnlyWork); err != nil {
 			proc.Kill()
 			goW.Close()
 			proc.Wait()

@@ -94,7 +94,7 @@ func runWorkloadTimed(tb testing.TB, script string, rec recording, env ...string
 			tb.Fatal(err)
 		}
 		if trace != nil {
-			if r.trace, err = newTracer(trace, r); err != nil {
+			if r.trace, err = newTracer(trace, r, false); err != nil {
 				tb.Fatal(err)
 			}
 			r.trace.start()

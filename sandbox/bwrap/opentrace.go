@@ -425,13 +425,13 @@ const pathUnread = "(path not read: not on the caller's stack)"
 
 // outside returns what to record of a refused open: the path it asked to
 // write, as the agent gave it, when that is outside the agent's places,
-// pathUnread for a write to a read-only mount (which no place of the
-// agent's is) whose path the sample does not hold, and "" for anything
-// else: an open to read, a write inside, a refusal whose path the sample
-// does not place. The caller's memory and directories are never read:
+// pathUnread for a write to a read-only mount whose path the sample does
+// not hold, when no place of the agent's is one (roWork: /work is), and
+// "" for anything else: an open to read, a write inside, a refusal whose
+// path the sample does not place. The caller's memory and directories are never read:
 // by the time the host reads them they may hold something else (a shell
 // frees the name and reuses the memory within microseconds).
-func (s *refusedOpen) outside(shared map[string]string) string {
+func (s *refusedOpen) outside(shared map[string]string, roWork bool) string {
 	flags, ok := s.flags()
 	if ok && (flags&writeIntent == 0 || flags&unix.O_PATH != 0) || !ok && s.errno != unix.EROFS {
 		return ""
@@ -444,7 +444,7 @@ func (s *refusedOpen) outside(shared map[string]string) string {
 			return p
 		}
 		return ""
-	case s.errno != unix.EROFS:
+	case s.errno != unix.EROFS || roWork:
 		return ""
 	case ok && n >= 0:
 		return string(b[:n]) // relative to a directory the host does not read
@@ -489,17 +489,20 @@ type tracer struct {
 	trace *openTrace
 	rec   *recorder
 	ready atomic.Uint64 // CLOCK_MONOTONIC time from which the calls are the agent's; 0: not yet
-	mu    sync.Mutex
-	stop  int // an eventfd
-	done  chan struct{}
+	// roWork: /work is read-only (a read-only lease), so a write refused
+	// for a read-only mount may be inside.
+	roWork bool
+	mu     sync.Mutex
+	stop   int // an eventfd
+	done   chan struct{}
 }
 
-func newTracer(t *openTrace, rec *recorder) (*tracer, error) {
+func newTracer(t *openTrace, rec *recorder, roWork bool) (*tracer, error) {
 	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	tr := &tracer{trace: t, rec: rec, stop: stop, done: make(chan struct{})}
+	tr := &tracer{trace: t, rec: rec, roWork: roWork, stop: stop, done: make(chan struct{})}
 	go tr.serve()
 	return tr, nil
 }
@@ -537,7 +540,7 @@ func (tr *tracer) catchUp() {
 		if ready == 0 || s.time < ready {
 			return // bwrap's own set-up
 		}
-		if p := s.outside(tr.rec.shared); p != "" {
+		if p := s.outside(tr.rec.shared, tr.roWork); p != "" {
 			tr.rec.record("write-outside", s.open.name, p)
 		}
 	})

@@ -33,7 +33,7 @@ func TestOpenTraceSamplesOnlyRefusedOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	trace.drain(func(s refusedOpen) { got = append(got, s.open.name+" "+s.errno.Error()+" "+s.outside(nil)) })
+	trace.drain(func(s refusedOpen) { got = append(got, s.open.name+" "+s.errno.Error()+" "+s.outside(nil, false)) })
 	// touch's path is on its stack, but the sample's copy of the stack
 	// ends at the first page the process never touched, which the
 	// kernel's random gap below the arguments sometimes holds.
