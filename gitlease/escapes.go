@@ -22,6 +22,9 @@ type EscapeRecord struct {
 	// recorded.
 	Recording   string `json:"recording,omitempty"`
 	Unavailable string `json:"unavailable,omitempty"`
+	// OpensUnrecorded says why writes outside that begin with an open
+	// went unrecorded, wholly or in part.
+	OpensUnrecorded string `json:"opens_unrecorded,omitempty"`
 	// Attempts counts the distinct attempts; Omitted those beyond the
 	// sandbox's record, which are not findings.
 	Attempts int `json:"attempts"`
@@ -65,7 +68,7 @@ func escapeEvidence(proc sandbox.Process, r redactor) (*EscapeRecord, []verify.F
 		return nil, nil
 	}
 	e := er.Escapes()
-	rec := &EscapeRecord{Recording: e.Recording, Unavailable: e.Unavailable, Attempts: len(e.Attempts), Omitted: e.Omitted}
+	rec := &EscapeRecord{Recording: e.Recording, Unavailable: e.Unavailable, OpensUnrecorded: e.OpensUnrecorded, Attempts: len(e.Attempts), Omitted: e.Omitted}
 	var findings []verify.Finding
 	for _, a := range e.Attempts {
 		severity, ok := escapeSeverity[a.Rule]

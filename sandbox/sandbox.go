@@ -283,7 +283,10 @@ type Escapes struct {
 	// Recording says how the attempts were recorded; empty when they were
 	// not, and Unavailable then says why.
 	Recording, Unavailable string
-	Attempts               []EscapeAttempt
+	// OpensUnrecorded says why writes outside that begin with an open
+	// went unrecorded, when they did (wholly, or some of them).
+	OpensUnrecorded string
+	Attempts        []EscapeAttempt
 	// Omitted counts distinct attempts beyond those listed.
 	Omitted int
 }

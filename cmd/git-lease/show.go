@@ -206,6 +206,9 @@ func escapesLine(l *gitlease.Lease) string {
 	if e.Unavailable != "" {
 		e.Recording += "; refused calls not recorded: " + e.Unavailable
 	}
+	if e.OpensUnrecorded != "" {
+		e.Recording += "; writes by open not recorded: " + e.OpensUnrecorded
+	}
 	if e.Attempts == 0 {
 		return "none (recorded by " + e.Recording + ")"
 	}

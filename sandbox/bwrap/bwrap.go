@@ -232,6 +232,14 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
+	// Writes outside that begin with an open: sent by the filter where
+	// trusted policy pays for it, else traced where the host may (see
+	// opentrace.go), else unrecorded, saying why (traceErr).
+	var traceIDs map[uint16]tracedOpen
+	var traceErr error
+	if !spec.RecordOpens {
+		traceIDs, traceErr = traceAvailable()
+	}
 	init := initSpec{
 		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Caches: spec.CachesDir != "", Proxy: spec.Proxy != nil,
 		Seccomp: filter, Notify: notify,
@@ -315,7 +323,18 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		goW.Close()
 		return err
 	}
-	err = proc.StartHeld()
+	var trace *openTrace
+	if traceIDs != nil {
+		trace, traceErr, err = startTraced(traceIDs, proc.StartHeld)
+	} else {
+		err = proc.StartHeld()
+	}
+	launched := false
+	defer func() {
+		if trace != nil && !launched {
+			close(trace.released)
+		}
+	}()
 	specR.Close()
 	readyW.Close()
 	goR.Close()
@@ -387,6 +406,18 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		serveProxy(spec.Proxy, proxy)
 	}
 	rec.shared = view.shared
+	if trace != nil {
+		if rec.trace, err = newTracer(trace, rec, spec.ReadOnlyWork); err != nil {
+			proc.Kill()
+			goW.Close()
+			proc.Wait()
+			return nil, err
+		}
+		rec.trace.start()
+	} else if traceErr != nil {
+		rec.opensUnrecorded = traceErr.Error()
+	}
+	launched = true
 	rec.enforce.Store(true) // from here on, only the agent makes refused calls
 	first := sandboxPID(c.Process.Pid)
 	lim.started(first)

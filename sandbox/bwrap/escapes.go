@@ -64,6 +64,10 @@ type recorder struct {
 	done        chan struct{}
 	decoys      *decoyWatch
 	shared      map[string]string // the lease's writable files, by sandbox path
+	// trace records the refused opens; without it, opensUnrecorded says
+	// why they go unrecorded (unless the filter sends them, record_opens).
+	trace           *tracer
+	opensUnrecorded string
 
 	mu       sync.Mutex
 	attempts []sandbox.EscapeAttempt
@@ -168,10 +172,14 @@ func (r *recorder) finish() sandbox.Escapes {
 	case <-time.After(5 * time.Second):
 	}
 	r.decoys.finish()
-	e := sandbox.Escapes{Unavailable: r.unavailable}
+	e := sandbox.Escapes{Unavailable: r.unavailable, OpensUnrecorded: r.opensUnrecorded}
 	var how []string
 	if r.unavailable == "" {
 		how = append(how, "seccomp user notification")
+	}
+	if r.trace != nil {
+		how = append(how, "perf tracepoints on refused opens")
+		e.OpensUnrecorded = r.trace.finish()
 	}
 	if r.decoys != nil {
 		how = append(how, "inotify on decoy credentials")

@@ -50,6 +50,7 @@ const (
 	errnos recording = "errnos" // the kernel answers refused calls; nothing is recorded
 	calls  recording = "calls"  // as a lease records by default
 	opens  recording = "opens"  // and the opens that ask to write ([bwrap] record_opens)
+	traced recording = "traced" // calls, and the refused opens traced (as a lease records as root)
 )
 
 // runWorkload runs script under the filter, served as rec says, and
@@ -71,7 +72,19 @@ func runWorkloadTimed(tb testing.TB, script string, rec recording, env ...string
 	cmd.Env = append([]string{probeEnv + "=workload:" + script, "PATH=/usr/bin:/bin", "GIT_LEASE_RECORDED=" + string(rec)}, env...)
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	var trace *openTrace
+	if rec == traced {
+		ids, traceErr := traceAvailable()
+		if traceErr != nil {
+			tb.Skipf("no tracing here: %v", traceErr)
+		}
+		if trace, traceErr, err = startTraced(ids, cmd.Start); traceErr != nil {
+			tb.Fatal(traceErr)
+		}
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		tb.Fatal(err)
 	}
 	child.Close()
@@ -79,6 +92,12 @@ func runWorkloadTimed(tb testing.TB, script string, rec recording, env ...string
 	if rec != errnos {
 		if r, err = receiveListener(host); err != nil {
 			tb.Fatal(err)
+		}
+		if trace != nil {
+			if r.trace, err = newTracer(trace, r, false); err != nil {
+				tb.Fatal(err)
+			}
+			r.trace.start()
 		}
 		r.enforce.Store(true)
 	}
@@ -97,11 +116,12 @@ func runWorkloadTimed(tb testing.TB, script string, rec recording, env ...string
 // BenchmarkEscapeRecording is a build-like workload (10,000 files written,
 // then a small Go module compiled, its package anew each time, against a
 // warm build cache) under the sandbox's filter without recording (errnos,
-// as bwrap installs it), with recording as a lease does by default
-// (user notifications for refused and write-class calls, served by the
-// recorder), and with the opens that ask to write as well ([bwrap]
-// record_opens), interleaved so that all meet the machine in the same
-// state. It reports each one's wall time and CPU time (the workload's and
+// as bwrap installs it), with recording of the calls alone (user
+// notifications for refused and write-class calls, served by the
+// recorder: a lease as a normal user), with the opens that ask to write
+// as well ([bwrap] record_opens), and with the calls and the refused
+// opens traced (a lease as root), interleaved so that all meet the
+// machine in the same state. It reports each one's wall time and CPU time (the workload's and
 // this process's, where the recorder runs) per run, and the overheads:
 //
 //	go test -run '^$' -bench EscapeRecording -benchtime 5x ./sandbox/bwrap/
@@ -131,8 +151,8 @@ func BenchmarkEscapeRecording(b *testing.B) {
 printf 'package main\n\nimport "fmt"\n\nconst n = %d\n\nfunc main() { fmt.Println(n) }\n' > %s/main.go && cd %s && go build -o %s/m .`, out, out, run, mod, mod, dir)
 	}
 	runWorkload(b, script(), errnos, env...) // the standard library, in the cache
-	modes := []recording{errnos, calls, opens}
-	var wall, cpu [3]time.Duration
+	modes := []recording{errnos, calls, opens, traced}
+	var wall, cpu [4]time.Duration
 	for i := 0; b.Loop(); i++ {
 		for j := range modes {
 			m := (i + j) % len(modes) // each goes first in turn
