@@ -275,8 +275,14 @@ func RemoveCache(repo *refs.Repo, name string, dryRun bool) ([]string, error) {
 	return bwrap.RemoveCache(cacheDir(repo), name, dryRun)
 }
 
-// EvictCaches removes the cache layers that a newer warm-up or cache rm
-// replaced and that no lease uses any more, and says what each freed.
+// EvictCaches removes the cache layers that no lease uses: those a newer
+// warm-up or cache rm replaced, then those past the age and size cap of
+// trusted policy's [cache_layers] table; it says what each freed.
 func EvictCaches(repo *refs.Repo, dryRun bool) ([]string, error) {
-	return bwrap.RemoveUnusedCaches(cacheDir(repo), dryRun)
+	policy, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	if err != nil {
+		return nil, err
+	}
+	c := policy.CacheLayers
+	return bwrap.EvictCaches(cacheDir(repo), time.Duration(c.MaxAge), int64(c.MaxBytes), time.Now(), dryRun)
 }

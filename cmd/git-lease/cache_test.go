@@ -58,3 +58,33 @@ func TestCacheWarmListRemove(t *testing.T) {
 		t.Fatalf("cache ls after rm:\n%s", out)
 	}
 }
+
+// gc evicts the cache layers no lease uses by trusted policy's
+// [cache_layers] cap and says what it freed; the layer a lease in review
+// has mounted stays until its cleanup.
+func TestGCEvictsUnusedCacheLayers(t *testing.T) {
+	dir := faultRepo(t)
+	cfg := os.Getenv("XDG_CONFIG_HOME")
+	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := "[cache_layers]\nmax_bytes = 1\n[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && head -c 5000 /dev/zero > $TOOL_CACHE/blob\"\n"
+	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "cache", "warm")
+	id := startLease(t, dir, "cat /cache/tool/blob > x.txt")
+	if out := mustRun(t, dir, "gc"); strings.Contains(out, "cache tool") {
+		t.Fatalf("gc touched the layer of a lease in review:\n%s", out)
+	}
+	mustRun(t, dir, "cleanup", id)
+	if out := mustRun(t, dir, "gc", "--dry-run"); !strings.Contains(out, "would evict cache tool layer 000001 (") || !strings.Contains(out, "over the size cap") {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	if out := mustRun(t, dir, "gc"); !strings.Contains(out, "evicted cache tool layer 000001 (") {
+		t.Fatalf("gc:\n%s", out)
+	}
+	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "no caches") {
+		t.Fatalf("cache ls after gc:\n%s", out)
+	}
+}

@@ -35,8 +35,9 @@ Gc also evicts the exported bases (the files sandboxed leases start from,
 kept for later leases) that no lease uses: those unused for longer than
 trusted policy's bases.max_age (default 7d), then the oldest while all take
 more than bases.max_bytes (default 20GiB), and says what each freed, and the
-cache layers that a newer git lease cache warm or cache rm replaced once no
-running lease uses them.
+cache layers no lease uses: those a newer git lease cache warm or cache rm
+replaced, then by cache_layers.max_age (default 30d) and
+cache_layers.max_bytes (default 20GiB) as for bases.
 
 Example:
    git lease gc --older-than 7d --dry-run`,
