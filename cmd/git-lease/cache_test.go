@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,5 +88,68 @@ func TestGCEvictsUnusedCacheLayers(t *testing.T) {
 	}
 	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "no caches") {
 		t.Fatalf("cache ls after gc:\n%s", out)
+	}
+}
+
+// A git lease cache warm killed mid-way leaves its sandbox behind: gc
+// leaves it while the warm-up runs, and once its process is gone removes
+// it with its claims on the base and (as root) on a uid.
+func TestGCRemovesWhatAKilledWarmUpLeft(t *testing.T) {
+	dir := faultRepo(t)
+	cfg := os.Getenv("XDG_CONFIG_HOME")
+	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && echo warming-up && exec sleep 600\"\n"
+	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warm := exec.Command(filepath.Join(binDir, "git-lease"), "cache", "warm")
+	warm.Dir = dir
+	stderr, err := warm.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && lines.Text() != "warming-up" {
+	}
+	caches := filepath.Join(dir, ".git", "lease", "caches")
+	held := func() []string {
+		users, _ := filepath.Glob(filepath.Join(dir, ".git", "lease", "bases", "*", "users", "warm-*"))
+		return users
+	}
+	left, _ := filepath.Glob(filepath.Join(caches, ".warm-*"))
+	if len(left) != 1 || len(held()) != 1 {
+		t.Fatalf("the running warm-up: %v, holding %v", left, held())
+	}
+	uid, _ := os.ReadFile(filepath.Join(left[0], "sandbox", "uid"))
+	if out := mustRun(t, dir, "gc"); strings.Contains(out, "warm-up") {
+		t.Fatalf("gc touched a running warm-up:\n%s", out)
+	}
+	if _, err := os.Stat(left[0]); err != nil || len(held()) != 1 {
+		t.Fatalf("gc removed a running warm-up: %v, holding %v", err, held())
+	}
+	warm.Process.Kill()
+	warm.Wait()
+	if out := mustRun(t, dir, "gc", "--dry-run"); !strings.Contains(out, "would remove the sandbox of warm-up") {
+		t.Fatalf("gc --dry-run:\n%s", out)
+	}
+	if _, err := os.Stat(left[0]); err != nil {
+		t.Fatalf("the dry run removed it: %v", err)
+	}
+	if out := mustRun(t, dir, "gc"); !strings.Contains(out, "removed the sandbox of warm-up") {
+		t.Fatalf("gc:\n%s", out)
+	}
+	if _, err := os.Lstat(left[0]); err == nil || len(held()) != 0 {
+		t.Fatalf("gc left %s, holding %v", left[0], held())
+	}
+	if len(uid) > 0 {
+		if owner, err := os.ReadFile(filepath.Join("/run/git-lease-uids", string(uid))); err == nil && strings.HasPrefix(string(owner), left[0]) {
+			t.Fatalf("uid %s is still claimed by %s", uid, owner)
+		}
 	}
 }

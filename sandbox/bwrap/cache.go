@@ -104,6 +104,11 @@ func CacheNames(caches string) ([]string, error) {
 	return names, err
 }
 
+// WithCachesLock runs fn holding the lock of the caches directory caches,
+// under which every layer and lease's use of one changes; fn must not
+// call what takes it (Discard, AddCacheLayer).
+func WithCachesLock(caches string, fn func() error) error { return withBasesLock(caches, fn) }
+
 // current is the layer of cache name that new leases mount, if any.
 func current(caches, name string) (CacheLayer, bool, error) {
 	layers, err := CacheLayers(caches, name)
