@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +152,41 @@ func TestGCRemovesWhatAKilledWarmUpLeft(t *testing.T) {
 		if owner, err := os.ReadFile(filepath.Join("/run/git-lease-uids", string(uid))); err == nil && strings.HasPrefix(string(owner), left[0]) {
 			t.Fatalf("uid %s is still claimed by %s", uid, owner)
 		}
+	}
+}
+
+// git lease policy prints each declared cache, as text and as JSON.
+func TestPolicyPrintsCaches(t *testing.T) {
+	dir := faultRepo(t)
+	cfg := os.Getenv("XDG_CONFIG_HOME")
+	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"make warm\"\n"
+	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, dir, "policy")
+	var lines []string
+	for _, line := range strings.Split(out, "\n") {
+		lines = append(lines, strings.Join(strings.Fields(line), " "))
+	}
+	for _, want := range []string{`caches.tool.paths trusted policy ["TOOL_CACHE:/cache/tool"]`, `caches.tool.warm trusted policy "make warm"`} {
+		if !slices.Contains(lines, want) {
+			t.Fatalf("git lease policy lacks %q:\n%s", want, out)
+		}
+	}
+	var printed struct {
+		Caches map[string]struct {
+			Paths []string
+			Warm  string
+		}
+		Sources map[string]string
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "policy", "--json")), &printed); err != nil {
+		t.Fatal(err)
+	}
+	if c := printed.Caches["tool"]; len(c.Paths) != 1 || c.Paths[0] != "TOOL_CACHE:/cache/tool" || c.Warm != "make warm" || printed.Sources["caches"] != "trusted policy" {
+		t.Fatalf("git lease policy --json: %+v", printed)
 	}
 }
