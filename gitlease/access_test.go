@@ -1,190 +1,46 @@
 package gitlease
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
-
-// leasePolicy loads the policy of a lease running agent (may be empty) on
-// a repository whose base carries leaseToml, under trusted policy trusted.
-func leasePolicy(t *testing.T, trusted, leaseToml, agent string) (*Effective, error) {
-	t.Helper()
-	repo, _, _ := policyRepo(t, trusted, leaseToml)
-	head, _ := repo.ResolveCommit("HEAD")
-	return loadPolicy(repo, head, agent)
-}
-
-func TestNarrowedNetworkKeepsTheTrustedWildcardsLimits(t *testing.T) {
-	trusted := "[network]\nallow = [\"*.example.org:443\", \"api.example.com:443\", \"listed.example.org:443\"]\n"
-	eff, err := leasePolicy(t, trusted, "[network]\nallow = [\"a.example.org:443\", \"listed.example.org:443\"]\n", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allow, err := eff.leaseAllowlist()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := allow.Check("a.example.org", 443); !d.Allowed || d.Verbatim {
-		t.Fatalf("a name admitted through a wildcard: %+v, want allowed but not verbatim (no private addresses)", d)
-	}
-	if d := allow.Check("listed.example.org", 443); !d.Allowed || !d.Verbatim {
-		t.Fatalf("a name trusted policy lists: %+v, want verbatim", d)
-	}
-	for _, host := range []string{"api.example.com", "b.example.org"} {
-		if allow.Check(host, 443).Allowed {
-			t.Fatalf("%s is allowed although the .lease.toml dropped it", host)
-		}
-	}
-	if err := eff.selectNetwork([]string{"a.example.org:443"}); err != nil {
-		t.Fatal(err)
-	}
-	if allow, _ = eff.leaseAllowlist(); len(allow) != 1 || allow.Check("a.example.org", 443).Verbatim || eff.Sources["network.allow"] != "--net" {
-		t.Fatalf("--net: %v (%s)", allow, eff.Sources["network.allow"])
-	}
-	for _, asked := range []string{"listed.example.org:443", "evil.com:443", "a.example.org:80", "*.example.org:443"} {
-		if err := eff.selectNetwork([]string{asked}); err == nil {
-			t.Errorf("--net %s was accepted beyond the lease's allowlist", asked)
-		}
-	}
-}
-
-func TestAgentPresetJoinsTheTrustedPolicyBeforeNarrowing(t *testing.T) {
-	eff, err := leasePolicy(t, "", "", "claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(eff.Network.Allow, []string{"api.anthropic.com:443"}) || !slices.Equal(eff.Credentials, []string{"ANTHROPIC_API_KEY"}) ||
-		eff.Sources["network.allow"] != "agent claude" || eff.agent == nil {
-		t.Fatalf("policy for claude: %+v %v", eff.Policy, eff.Sources)
-	}
-	if err := eff.selectCredentials(nil); err != nil || !slices.Equal(eff.Credentials, []string{"ANTHROPIC_API_KEY"}) {
-		t.Fatalf("claude's credentials: %v %v", eff.Credentials, err)
-	}
-	// The repository may ask for the preset's destination only when the
-	// lease runs the preset.
-	repoWants := "[network]\nallow = [\"api.anthropic.com:443\"]\n"
-	if _, err := leasePolicy(t, "", repoWants, "claude"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leasePolicy(t, "", repoWants, ""); !errors.Is(err, ErrWiden) {
-		t.Fatalf("without the preset: %v, want ErrWiden", err)
-	}
-	// A repository that wants no network narrows the preset's away; one
-	// that drops the preset's credential makes the start fail, not the agent.
-	eff, err = leasePolicy(t, "", "credentials = []\n[network]\nallow = []\n", "claude")
-	if err != nil || len(eff.Network.Allow) != 0 {
-		t.Fatalf("narrowed: %v %v", eff.Network.Allow, err)
-	}
-	if err := eff.selectCredentials(nil); err == nil || !strings.Contains(err.Error(), "needs credential ANTHROPIC_API_KEY") {
-		t.Fatalf("got %v", err)
-	}
-	if _, err := leasePolicy(t, "", "", "nosuchagent"); err == nil || !strings.Contains(err.Error(), "claude") {
-		t.Fatalf("an unknown preset: %v", err)
-	}
-}
-
-func TestTrustedPresetReplacesTheBuiltinOne(t *testing.T) {
-	trusted := "[agents.claude]\ncommand = [\"/opt/claude/bin/claude\", \"-p\", \"{prompt}\"]\nread_only = [\"/opt/claude\"]\n" +
-		"[agents.mine]\ncommand = [\"mine\"]\nnetwork = [\"llm.internal:8443\"]\ncredentials = [\"MINE_KEY\"]\nherdr_agent = \"mine\"\n"
-	eff, err := leasePolicy(t, trusted, "", "claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(eff.ReadOnly, []string{"/opt/claude"}) || len(eff.Network.Allow) != 0 || len(eff.Credentials) != 0 || eff.agent.Source != SourceTrusted {
-		t.Fatalf("the trusted preset should replace the built-in one whole: %+v", eff.Policy)
-	}
-	if cmd := withPrompt(eff.agent.Command, "fix it"); !slices.Equal(cmd, []string{"/opt/claude/bin/claude", "-p", "fix it"}) || !eff.agent.takesPrompt() {
-		t.Fatalf("command %q", cmd)
-	}
-	mine := presets(eff.Policy)[slices.IndexFunc(presets(eff.Policy), func(p namedPreset) bool { return p.Name == "mine" })]
-	if mine.takesPrompt() {
-		t.Fatal("a preset without {prompt} takes its prompt on standard input")
-	}
-}
-
-func TestRepoMayNotDefinePresetsOrCredentialFiles(t *testing.T) {
-	for _, leaseToml := range []string{
-		"[agents.claude]\ncommand = [\"sh\", \"-c\", \"curl evil\"]\n",
-		"[agents.evil]\ncommand = [\"x\"]\n",
-		"[credential_files]\nANTHROPIC_API_KEY = \"/etc/shadow\"\n",
-	} {
-		if _, err := leasePolicy(t, "credentials = [\"ANTHROPIC_API_KEY\"]\n", leaseToml, "claude"); !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), "only trusted policy") {
-			t.Errorf("%q: got %v, want ErrWiden", leaseToml, err)
-		}
-	}
-}
-
-func TestPolicyRefusesBadDestinationsCredentialsAndPresets(t *testing.T) {
-	for _, trusted := range []string{
-		"[network]\nallow = [\"api.example.com\"]\n",
-		"[network]\nallow = [\"*.10.0.0.1:443\"]\n",
-		"credentials = [\"NOT-A-NAME\"]\n",
-		"[credential_files]\nKEY = \"relative/key\"\n",
-		"[agents.x]\ncommand = []\n",
-		"[agents.Bad_Name]\ncommand = [\"x\"]\n",
-		"[agents.x]\ncommand = [\"x\"]\nherdr_agent = \"Not A Kind\"\n",
-		"[agents.x]\ncommand = [\"x\"]\nnetwork = [\"x:0\"]\n",
-		"[agents.x]\ncommand = [\"x\"]\ncomand = [\"typo\"]\n",
-	} {
-		if _, _, err := policyRepo(t, trusted, ""); err == nil {
-			t.Errorf("%q was accepted", trusted)
-		}
-	}
-}
-
-func TestBuiltinPresetsAreValid(t *testing.T) {
-	p := DefaultPolicy()
-	for _, preset := range presets(p) {
-		if err := preset.validate(); err != nil {
-			t.Errorf("%s: %v", preset.Name, err)
-		}
-		if !preset.takesPrompt() {
-			t.Errorf("%s takes no prompt", preset.Name)
-		}
-		if preset.HerdrAgent == "" || len(preset.Network) == 0 || len(preset.Credentials) == 0 {
-			t.Errorf("%s lacks a Herdr kind, a destination or a credential: %+v", preset.Name, preset)
-		}
-	}
-	if len(presets(p)) != 5 {
-		t.Fatalf("%d built-in presets", len(presets(p)))
-	}
-}
 
 func TestCredentialsComeOnlyWhenAsked(t *testing.T) {
 	trusted := "credentials = [\"GITLEASE_A\", \"GITLEASE_B\"]\n[credential_files]\nGITLEASE_B = \"~/b.key\"\n"
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	must(t, os.WriteFile(filepath.Join(home, "b.key"), []byte("bee-key"), 0o600))
-	eff, err := leasePolicy(t, trusted, "", "")
+	eff, err := policytest.ForAgent(t, trusted, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eff.selectCredentials(nil); err != nil || len(eff.Credentials) != 0 || eff.Sources["credentials"] != "none asked for" {
+	if err := eff.SelectCredentials(nil); err != nil || len(eff.Credentials) != 0 || eff.Sources["credentials"] != "none asked for" {
 		t.Fatalf("unasked: %v %v %q", eff.Credentials, err, eff.Sources["credentials"])
 	}
-	eff, _ = leasePolicy(t, trusted, "", "")
-	if err := eff.selectCredentials([]string{"GITLEASE_C"}); err == nil || !strings.Contains(err.Error(), "--credential GITLEASE_C") {
+	eff, _ = policytest.ForAgent(t, trusted, "", "")
+	if err := eff.SelectCredentials([]string{"GITLEASE_C"}); err == nil || !strings.Contains(err.Error(), "--credential GITLEASE_C") {
 		t.Fatalf("a credential policy does not allow: %v", err)
 	}
-	if err := eff.selectCredentials([]string{"GITLEASE_A", "GITLEASE_B"}); err != nil {
+	if err := eff.SelectCredentials([]string{"GITLEASE_A", "GITLEASE_B"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eff.resolveCredentials(); err == nil || !strings.Contains(err.Error(), "GITLEASE_A is not set") {
+	if _, err := resolveCredentials(eff); err == nil || !strings.Contains(err.Error(), "GITLEASE_A is not set") {
 		t.Fatalf("an unset variable: %v", err)
 	}
 	t.Setenv("GITLEASE_A", "ay-value")
-	creds, err := eff.resolveCredentials()
+	creds, err := resolveCredentials(eff)
 	if err != nil || len(creds) != 2 || creds[0].Kind != "env" || string(creds[1].value) != "bee-key" || creds[1].Kind != "file" {
 		t.Fatalf("resolved %+v %v", creds, err)
 	}
-	unasked, _ := leasePolicy(t, trusted, "", "")
-	unasked.selectCredentials(nil)
+	unasked, _ := policytest.ForAgent(t, trusted, "", "")
+	unasked.SelectCredentials(nil)
 	if eff.Digest() == unasked.Digest() {
 		t.Fatal("the digest does not cover the credentials' names")
 	}
@@ -217,7 +73,7 @@ func TestFindAgentLooksWhereTheSandboxLooks(t *testing.T) {
 }
 
 func TestAgentsListsPresetsAndInstalls(t *testing.T) {
-	repo, _, err := policyRepo(t, "[agents.shell]\ncommand = [\"sh\", \"-c\", \"{prompt}\"]\n", "")
+	repo, _, err := policytest.Repo(t, "[agents.shell]\ncommand = [\"sh\", \"-c\", \"{prompt}\"]\n", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +84,7 @@ func TestAgentsListsPresetsAndInstalls(t *testing.T) {
 	var names []string
 	for _, a := range list {
 		names = append(names, a.Name)
-		if a.Name == "shell" && (a.Installed == "" || a.Source != SourceTrusted) {
+		if a.Name == "shell" && (a.Installed == "" || a.Source != policy.SourceTrusted) {
 			t.Fatalf("shell: %+v", a)
 		}
 		if a.Installed == "" && a.Missing == "" {
@@ -246,7 +102,7 @@ func TestAgentsListsPresetsAndInstalls(t *testing.T) {
 // a destination trusted policy no longer allows.
 func TestRunnerRebuildsAccessFromTrustedPolicy(t *testing.T) {
 	trusted := "credentials = [\"GITLEASE_A\"]\n[network]\nallow = [\"*.example.org:443\"]\n"
-	repo, eff, err := policyRepo(t, trusted, "")
+	repo, eff, err := policytest.Repo(t, trusted, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,9 +126,23 @@ func TestRunnerRebuildsAccessFromTrustedPolicy(t *testing.T) {
 		t.Fatalf("a changed credential: %v", err)
 	}
 	t.Setenv("GITLEASE_A", "first-value")
-	path, _ := TrustedPolicyPath(repo)
+	path, _ := policy.TrustedPath(repo)
 	must(t, os.WriteFile(path, []byte("credentials = [\"GITLEASE_A\"]\n"), 0o644))
 	if _, err := x.launchFor(sandboxed); err == nil || !strings.Contains(err.Error(), "trusted policy changed") {
 		t.Fatalf("a destination trusted policy dropped: %v", err)
+	}
+}
+
+// The lease's sandbox spec carries the seccomp entries policy lets through
+// to the provider.
+func TestSandboxSpecCarriesTheSeccompAllowance(t *testing.T) {
+	repo, eff, err := policytest.Repo(t, "[bwrap]\nseccomp_allow = [\"perf\", \"io_uring\"]\n", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := repo.ResolveCommit("HEAD")
+	x := &Execution{Repo: repo, Lease: &Lease{ID: "0123456789ab", Base: head.String(), Policy: eff}}
+	if got := x.spec().SeccompAllow; !slices.Equal(got, []string{"perf", "io_uring"}) {
+		t.Fatalf("the sandbox spec lets %q through", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/herdr"
@@ -51,7 +52,7 @@ func Adopt(ctx context.Context, repo *refs.Repo, paneID, mission string) (*Execu
 	if err != nil {
 		return nil, err
 	}
-	policy, err := LoadPolicy(repo, head)
+	eff, err := policy.Load(repo, head)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func Adopt(ctx context.Context, repo *refs.Repo, paneID, mission string) (*Execu
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: TrustedLocal, Provider: AdoptedProvider, Base: head.String(), BaseRef: branch,
 		Branch: branch[len("refs/heads/"):], Mission: mission, Command: []string{"(started by hand in herdr pane " + info.PaneID + ")"},
-		CreatedAt: repo.Now(), Policy: policy, PolicyDigest: policy.Digest(), Supervisor: &e,
+		CreatedAt: repo.Now(), Policy: eff, PolicyDigest: eff.Digest(), Supervisor: &e,
 	}}
 	if err := x.Move(ctx, Provisioning, nil, nil); err != nil {
 		return nil, err

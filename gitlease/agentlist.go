@@ -1,11 +1,11 @@
 package gitlease
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -13,7 +13,7 @@ import (
 type AgentInfo struct {
 	Name   string `json:"name"`
 	Source string `json:"source"` // "built-in" or "trusted policy"
-	AgentPreset
+	policy.AgentPreset
 	// Installed is where a sandboxed lease finds the command, or "".
 	Installed string `json:"installed"`
 	// Missing says why it is not installed, when it is not.
@@ -24,14 +24,14 @@ type AgentInfo struct {
 // those named, and whether each agent is installed where a sandboxed lease
 // can run it. A name with no preset is an error.
 func Agents(repo *refs.Repo, names ...string) ([]AgentInfo, error) {
-	eff, err := LoadPolicy(repo, plumbing.ZeroHash)
+	eff, err := policy.Load(repo, plumbing.ZeroHash)
 	if err != nil {
 		return nil, err
 	}
-	all := presets(eff.Policy)
+	all := policy.Presets(eff.Policy)
 	for _, name := range names {
-		if !slices.ContainsFunc(all, func(p namedPreset) bool { return p.Name == name }) {
-			return nil, fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
+		if _, err := policy.Preset(eff.Policy, name); err != nil {
+			return nil, err
 		}
 	}
 	var out []AgentInfo
@@ -40,7 +40,7 @@ func Agents(repo *refs.Repo, names ...string) ([]AgentInfo, error) {
 			continue
 		}
 		info := AgentInfo{Name: p.Name, Source: p.Source, AgentPreset: p.AgentPreset}
-		if prog, err := findAgent(p.Command[0], union(eff.ReadOnly, p.ReadOnly), true); err != nil {
+		if prog, err := findAgent(p.Command[0], slices.Concat(eff.ReadOnly, p.ReadOnly), true); err != nil {
 			info.Missing = err.Error()
 		} else {
 			info.Installed = prog.Path

@@ -16,10 +16,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 )
 
 // realAgentPackages are the npm packages of the built-in presets' agents
-// that TestRealAgentsTakeThePromptAsAPrompt runs when they are on PATH.
+// that TestRealAgentsTakeThePromptAsAPrompt and
+// TestSandboxRealAgentCompletesATurn run when they are installed.
 var realAgentPackages = map[string]string{
 	"claude":   "@anthropic-ai/claude-code",
 	"codex":    "@openai/codex",
@@ -36,22 +40,18 @@ var realAgentPackages = map[string]string{
 func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(realAgentPackages)) {
 		t.Run(name, func(t *testing.T) {
-			bin, err := exec.LookPath(name)
-			if err != nil {
-				t.Skipf("%s is not on PATH (npm install -g %s to check the preset against it)", name, realAgentPackages[name])
-			}
+			bin := realAgent(t, name)
 			// The prompt as a JSON string value in the request: the
 			// user's message of each agent's API.
 			const prompt = `:"--version"`
 			model := newFakeModel(t, prompt)
 			// The model's address as a preset's base_url gives it.
-			preset := builtinPresets()[name]
-			preset.BaseURL = model.URL
-			preset, err = preset.withBaseURL()
+			eff, err := policytest.ForAgent(t, "[agents."+name+"]\nbase_url = \""+model.URL+"\"\n", "", name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			argv := withPrompt(preset.Command, "--version")
+			preset := eff.Agent()
+			argv := policy.WithPrompt(preset.Command, "--version")
 			home := t.TempDir()
 			for rel, content := range preset.HomeFiles {
 				must(t, os.MkdirAll(filepath.Join(home, filepath.Dir(rel)), 0o755))
@@ -99,6 +99,21 @@ func TestRealAgentsTakeThePromptAsAPrompt(t *testing.T) {
 	}
 }
 
+// realAgent returns the path of the real agent CLI name, found on PATH
+// after $REAL_AGENTS_BIN (where scripts/test.sh installs Claude Code and
+// Codex from npm), which it puts first on the test's PATH, or skips the
+// test.
+func realAgent(t *testing.T, name string) string {
+	if dir := os.Getenv("REAL_AGENTS_BIN"); dir != "" {
+		t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s is not installed: npm install -g %s, then put its bin directory on PATH or in $REAL_AGENTS_BIN (scripts/test.sh installs Claude Code and Codex)", name, realAgentPackages[name])
+	}
+	return bin
+}
+
 // fakeModel is a model server that records each request's body and
 // refuses it, as a model API refuses a bad request (which agents do not
 // retry).
@@ -115,8 +130,9 @@ func newFakeModel(t *testing.T, marker string) *fakeModel {
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if r.Header.Get("Upgrade") != "" {
-			// No WebSocket here: Codex then posts over HTTP.
-			http.Error(w, "no websocket", http.StatusNotFound)
+			// No WebSocket here: Codex then posts over HTTP, at once
+			// on a 426 (after six seconds of retries on a 404).
+			http.Error(w, "no websocket", http.StatusUpgradeRequired)
 			return
 		}
 		m.mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
 
@@ -20,8 +21,8 @@ import (
 // the command with {prompt}, names the preset and its environment's names
 // (not values), and the preset's environment reaches the agent.
 func TestSandboxPresetGetsItsPromptInItsCommandOnly(t *testing.T) {
-	policy := "[agents.echoer]\ncommand = [\"bash\", \"-c\", \"echo \\\"arg=$0\\\"; echo \\\"stdin=$(cat)\\\"; echo \\\"mode=$ECHOER_MODE\\\"\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n"
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := "[agents.echoer]\ncommand = [\"bash\", \"-c\", \"echo \\\"arg=$0\\\"; echo \\\"stdin=$(cat)\\\"; echo \\\"mode=$ECHOER_MODE\\\"\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n"
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	x, out := runLease(t, repo, StartOptions{Agent: "echoer", Prompt: "fix the bug"}, "")
 	if !strings.Contains(out, "arg=fix the bug\nstdin=\nmode=quiet\n") {
 		t.Fatalf("the agent saw:\n%s", out)
@@ -38,37 +39,6 @@ func TestSandboxPresetGetsItsPromptInItsCommandOnly(t *testing.T) {
 	}
 }
 
-// TestBuiltinPresetsNeverTakeThePromptAsAnOption checks the shape of each
-// built-in preset's command with prompts that look like options: the
-// prompt is an argument of its own right after "--" (past which the
-// agents' parsers take no option), or glued to its option ("--prompt=…"),
-// and nothing else in the command changes. TestRealAgentsTakeThePromptAsAPrompt
-// runs the real parsers.
-func TestBuiltinPresetsNeverTakeThePromptAsAnOption(t *testing.T) {
-	for name, p := range builtinPresets() {
-		for _, prompt := range []string{"--version", "-x", "--help me fix it"} {
-			argv := withPrompt(p.Command, prompt)
-			i := slices.IndexFunc(p.Command, func(a string) bool { return strings.Contains(a, promptVar) })
-			switch {
-			case i < 0:
-				t.Errorf("%s: no %s in %q", name, promptVar, p.Command)
-			case p.Command[i] == promptVar:
-				if i == 0 || argv[i-1] != "--" || argv[i] != prompt || slices.Index(argv, "--") != i-1 {
-					t.Errorf("%s: prompt %q is not the argument right after the first \"--\": %q", name, prompt, argv)
-				}
-			default:
-				opt, v, ok := strings.Cut(p.Command[i], "=")
-				if !ok || v != promptVar || !strings.HasPrefix(opt, "--") || argv[i] != opt+"="+prompt {
-					t.Errorf("%s: prompt %q is neither after \"--\" nor glued to an option: %q", name, prompt, argv)
-				}
-			}
-			if argv[0] != p.Command[0] || len(argv) != len(p.Command) {
-				t.Errorf("%s: prompt %q changed the command: %q", name, prompt, argv)
-			}
-		}
-	}
-}
-
 // TestBuiltinPresetHomeFilesReachTheSandboxHome runs the gemini preset's
 // command, with its environment and home files, on a stand-in for gemini
 // that prints its arguments, an environment variable and the home file:
@@ -79,12 +49,12 @@ func TestBuiltinPresetHomeFilesReachTheSandboxHome(t *testing.T) {
 	bin := t.TempDir()
 	standin := filepath.Join(bin, "gemini")
 	must(t, os.WriteFile(standin, []byte("#!/bin/sh\nfor a; do echo \"arg=$a\"; done\necho \"relaunch=$GEMINI_CLI_NO_RELAUNCH\"\ncat \"$HOME/.gemini/settings.json\"\n(echo x > \"$HOME/.gemini/settings.json\") 2>/dev/null || echo settings read-only\necho state > \"$HOME/.gemini/installation_id\" && echo state written\n"), 0o755))
-	gemini := builtinPresets()["gemini"]
+	gemini := builtinPreset(t, "gemini")
 	gemini.Command = append([]string{standin}, gemini.Command[1:]...)
 	gemini.ReadOnly = []string{bin}
 	gemini.Credentials = nil
-	policy := "[agents.gemini]\n" + tomlPreset(t, gemini)
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := "[agents.gemini]\n" + tomlPreset(t, gemini)
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	x, out := runLease(t, repo, StartOptions{Agent: "gemini", Prompt: "--version"}, "")
 	want := "arg=--approval-mode\narg=yolo\narg=--prompt=--version\nrelaunch=true\n" + gemini.HomeFiles[".gemini/settings.json"] + "settings read-only\nstate written\n"
 	if out != want {
@@ -99,16 +69,26 @@ func TestBuiltinPresetHomeFilesReachTheSandboxHome(t *testing.T) {
 // climb out of the home or be absolute.
 func TestPresetHomeFileOutsideTheHomeIsRefused(t *testing.T) {
 	for _, rel := range []string{"../etc/passwd", "/etc/passwd", "a/../../b", ".", ""} {
-		policy := "[agents.x]\ncommand = [\"true\"]\nhome_files = { " + strconvQuote(rel) + " = \"x\" }\n"
-		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+		trustedTOML := "[agents.x]\ncommand = [\"true\"]\nhome_files = { " + strconvQuote(rel) + " = \"x\" }\n"
+		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 		if _, err := Start(t.Context(), repo, StartOptions{Mode: Sandboxed, Agent: "x"}); err == nil || !strings.Contains(err.Error(), "not a path inside the home") {
 			t.Errorf("home file %q: %v", rel, err)
 		}
 	}
 }
 
+// builtinPreset is git-lease's own preset named name.
+func builtinPreset(t *testing.T, name string) policy.AgentPreset {
+	t.Helper()
+	p, err := policy.Preset(policy.Default(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.AgentPreset
+}
+
 // tomlPreset writes a preset as the keys of a TOML table.
-func tomlPreset(t *testing.T, p AgentPreset) string {
+func tomlPreset(t *testing.T, p policy.AgentPreset) string {
 	t.Helper()
 	var b strings.Builder
 	list := func(key string, v []string) {
@@ -145,8 +125,8 @@ func strconvQuote(s string) string {
 // environment names or home files are no longer those the lease recorded
 // fails the lease rather than run something the record does not say.
 func TestRunnerRefusesAPresetChangedSinceTheStart(t *testing.T) {
-	policy := "[agents.echoer]\ncommand = [\"echo\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n"
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := "[agents.echoer]\ncommand = [\"echo\", \"{prompt}\"]\nenv = { ECHOER_MODE = \"quiet\" }\n"
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	x, _ := runLease(t, repo, StartOptions{Agent: "echoer", Prompt: "hi"}, "")
 	if _, err := x.launchFor(bwrap.Provider{}); err != nil {
 		t.Fatalf("the unchanged preset: %v", err)
@@ -170,36 +150,35 @@ func TestRunnerRefusesAPresetChangedSinceTheStart(t *testing.T) {
 // command and the variable's name. An agent git-lease does not know how
 // to point at a model is refused.
 func TestBaseURLOverABuiltinPreset(t *testing.T) {
-	builtin := builtinPresets()
 	for _, c := range []struct {
 		name, env string
 		command   []string
 	}{
-		{"claude", "ANTHROPIC_BASE_URL=http://model.test:8080", builtin["claude"].Command},
-		{"gemini", "GOOGLE_GEMINI_BASE_URL=http://model.test:8080", builtin["gemini"].Command},
-		{"opencode", `OPENCODE_CONFIG_CONTENT={"provider":{"anthropic":{"options":{"baseURL":"http://model.test:8080/v1"}}}}`, builtin["opencode"].Command},
-		{"codex", "", slices.Insert(slices.Clone(builtin["codex"].Command), 1, "-c", "openai_base_url=http://model.test:8080/v1")},
+		{"claude", "ANTHROPIC_BASE_URL=http://model.test:8080", builtinPreset(t, "claude").Command},
+		{"gemini", "GOOGLE_GEMINI_BASE_URL=http://model.test:8080", builtinPreset(t, "gemini").Command},
+		{"opencode", `OPENCODE_CONFIG_CONTENT={"provider":{"anthropic":{"options":{"baseURL":"http://model.test:8080/v1"}}}}`, builtinPreset(t, "opencode").Command},
+		{"codex", "", slices.Insert(slices.Clone(builtinPreset(t, "codex").Command), 1, "-c", "openai_base_url=http://model.test:8080/v1")},
 	} {
-		policy := "[agents." + c.name + "]\nbase_url = \"http://model.test:8080/\"\nnetwork = [\"model.test:8080\"]\n"
-		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
-		eff, err := loadPolicy(repo, plumbing.ZeroHash, c.name)
+		trustedTOML := "[agents." + c.name + "]\nbase_url = \"http://model.test:8080/\"\nnetwork = [\"model.test:8080\"]\n"
+		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
+		eff, err := policy.LoadForAgent(repo, plumbing.ZeroHash, c.name)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		p := eff.agent
-		if !slices.Equal(p.Command, c.command) || (c.env != "" && !slices.Contains(p.env(), c.env)) {
-			t.Errorf("%s: command %q, env %q", c.name, p.Command, p.env())
+		p := eff.Agent()
+		if !slices.Equal(p.Command, c.command) || (c.env != "" && !slices.Contains(p.Environ(), c.env)) {
+			t.Errorf("%s: command %q, env %q", c.name, p.Command, p.Environ())
 		}
-		if !slices.Equal(eff.Network.Allow, []string{"model.test:8080"}) || !slices.Equal(p.Credentials, builtin[c.name].Credentials) {
+		if !slices.Equal(eff.Network.Allow, []string{"model.test:8080"}) || !slices.Equal(p.Credentials, builtinPreset(t, c.name).Credentials) {
 			t.Errorf("%s: network %q, credentials %q", c.name, eff.Network.Allow, p.Credentials)
 		}
 	}
 	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[agents.aider]\nbase_url = \"http://model.test:8080\"\n")
-	if _, err := loadPolicy(repo, plumbing.ZeroHash, "aider"); err == nil || !strings.Contains(err.Error(), "does not know how aider takes its model's address") {
+	if _, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "aider"); err == nil || !strings.Contains(err.Error(), "does not know how aider takes its model's address") {
 		t.Fatalf("aider with a base_url: %v", err)
 	}
 	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, "[agents.claude]\nbase_url = \"model.test:8080\"\n")
-	if _, err := loadPolicy(repo, plumbing.ZeroHash, "claude"); err == nil || !strings.Contains(err.Error(), "give the model server's address") {
+	if _, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "claude"); err == nil || !strings.Contains(err.Error(), "give the model server's address") {
 		t.Fatalf("a base_url without a scheme: %v", err)
 	}
 }
@@ -208,8 +187,8 @@ func TestBaseURLOverABuiltinPreset(t *testing.T) {
 // base_url becomes a variable: the lease records the variable's name, and
 // the agent gets it.
 func TestBaseURLIsRecordedAsTheResolvedCommandAndEnvName(t *testing.T) {
-	policy := "[agents.claude]\ncommand = [\"bash\", \"-c\", \"echo \\\"url=$ANTHROPIC_BASE_URL\\\"\", \"{prompt}\"]\nbase_url = \"http://model.test:8080\"\n"
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := "[agents.claude]\ncommand = [\"bash\", \"-c\", \"echo \\\"url=$ANTHROPIC_BASE_URL\\\"\", \"{prompt}\"]\nbase_url = \"http://model.test:8080\"\n"
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	// A preset with a command of its own is the trusted table whole; its
 	// program's name (bash) is not an agent git-lease knows.
 	if _, err := Start(t.Context(), repo, StartOptions{Mode: Sandboxed, Agent: "claude", Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "does not know how bash") {
@@ -218,8 +197,8 @@ func TestBaseURLIsRecordedAsTheResolvedCommandAndEnvName(t *testing.T) {
 	bin := t.TempDir()
 	standin := filepath.Join(bin, "claude")
 	must(t, os.WriteFile(standin, []byte("#!/bin/sh\necho \"url=$ANTHROPIC_BASE_URL\"\n"), 0o755))
-	policy = "[agents.claude]\ncommand = [" + strconvQuote(standin) + ", \"--\", \"{prompt}\"]\nread_only = [" + strconvQuote(bin) + "]\nbase_url = \"http://model.test:8080\"\n"
-	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML = "[agents.claude]\ncommand = [" + strconvQuote(standin) + ", \"--\", \"{prompt}\"]\nread_only = [" + strconvQuote(bin) + "]\nbase_url = \"http://model.test:8080\"\n"
+	repo, _ = sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	x, out := runLease(t, repo, StartOptions{Agent: "claude", Prompt: "x"}, "")
 	if out != "url=http://model.test:8080\n" || !slices.Equal(x.Lease.AgentEnv, []string{"ANTHROPIC_BASE_URL"}) {
 		t.Fatalf("the agent saw %q; the record's env: %q", out, x.Lease.AgentEnv)

@@ -157,6 +157,28 @@ func TestApplyAcceptsWhatPolicyLetsWait(t *testing.T) {
 	}
 }
 
+// TestApplyDefaultMessageIsTheMissionAndSummary: without --message,
+// apply fast-forwards to the result, whose message is the lease's mission
+// and the result's summary; apply --only's promoted commit says the same
+// of its part.
+func TestApplyDefaultMessageIsTheMissionAndSummary(t *testing.T) {
+	repo, dir := sandboxRepo(t, map[string]string{"a.txt": "a", "b.txt": "b"}, "")
+	base := refstest.Git(t, dir, "rev-parse", "main")
+	x, _ := runLease(t, repo, StartOptions{Mission: "T-42 parser"}, "echo A > a.txt; echo B > b.txt")
+	must(t, Apply(t.Context(), x, ApplyOptions{}))
+	want := "T-42 parser: 2 files changed: 0 added, 2 modified, 0 deleted\n\nLease-ID: " + string(x.Lease.ID) + "\nLease-Base: " + base + "\n"
+	if got := refstest.Git(t, dir, "log", "-1", "--format=%B", "main"); got+"\n" != want || x.Lease.Applied.Commit != x.Lease.Result.Commit {
+		t.Fatalf("applied commit %s (result %s):\n%s\nwant\n%s", x.Lease.Applied.Commit, x.Lease.Result.Commit, got, want)
+	}
+	base = refstest.Git(t, dir, "rev-parse", "main")
+	x, _ = runLease(t, repo, StartOptions{Mission: "T-43"}, "echo AA > a.txt; echo BB > b.txt")
+	must(t, Apply(t.Context(), x, ApplyOptions{Only: []string{"a.txt"}}))
+	want = "T-43: promote 1 of 2 changes\n\nLease-ID: " + string(x.Lease.ID) + "\nLease-Base: " + base + "\n"
+	if got := refstest.Git(t, dir, "log", "-1", "--format=%B", "main"); got+"\n" != want {
+		t.Fatalf("promoted commit:\n%s\nwant\n%s", got, want)
+	}
+}
+
 // TestApplyNeedsAnIdentityAndTakesAMessage collects a result where git has
 // no identity: apply refuses to put git-lease's placeholder on the branch;
 // once there is one, apply --message commits the result's tree again, by

@@ -29,11 +29,11 @@ func TestAttackCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, policy := header(body)
+			want, trustedTOML := header(body)
 			if want == "" {
 				t.Fatalf("%s has no '# want: rule' line", script)
 			}
-			repo, dir := sandboxRepo(t, map[string]string{"README.md": "base", "src/main.go": "package main"}, policy)
+			repo, dir := sandboxRepo(t, map[string]string{"README.md": "base", "src/main.go": "package main"}, trustedTOML)
 			refsBefore := refstest.Git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
 			var out bytes.Buffer
 			x, err := Start(context.Background(), repo, StartOptions{Mode: Sandboxed, Command: []string{"sh", "-c", string(body)}, Output: &out})
@@ -74,7 +74,7 @@ func TestAttackCorpus(t *testing.T) {
 }
 
 // header reads "# want: rule" and "# policy: TOML" lines from a script.
-func header(script []byte) (want, policy string) {
+func header(script []byte) (want, trustedTOML string) {
 	sc := bufio.NewScanner(bytes.NewReader(script))
 	for sc.Scan() {
 		line := sc.Text()
@@ -82,8 +82,8 @@ func header(script []byte) (want, policy string) {
 			want = strings.TrimSpace(v)
 		}
 		if v, ok := strings.CutPrefix(line, "# policy: "); ok {
-			policy += v + "\n"
+			trustedTOML += v + "\n"
 		}
 	}
-	return want, policy
+	return want, trustedTOML
 }

@@ -88,7 +88,7 @@ func TestSandboxCannotUseInheritedDescriptors(t *testing.T) {
 
 // sandboxCannotUseInheritedDescriptors is the attack of a lease under
 // policy (which may pick a provider other than bwrap).
-func sandboxCannotUseInheritedDescriptors(t *testing.T, policy string) {
+func sandboxCannotUseInheritedDescriptors(t *testing.T, trustedTOML string) {
 	secret := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(secret, "inherited-secret.txt"), []byte("host file"), 0o644))
 	opened, err := syscall.Open(secret, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -102,7 +102,7 @@ func sandboxCannotUseInheritedDescriptors(t *testing.T, policy string) {
 	const fd = 90
 	must(t, unix.Dup3(opened, fd, 0))
 	defer syscall.Close(fd)
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	script := attempt("fd-path", "ls /proc/self/fd/*/ /proc/[0-9]*/fd/*/ 2>/dev/null | grep -q inherited-secret") +
 		attempt("fd-open", fmt.Sprintf("cat /proc/self/fd/%d/inherited-secret.txt", fd)) +
 		attempt("fd-list", fmt.Sprintf("ls -l /proc/[0-9]*/fd/ | grep -q -e %s -e ' %d -> '", secret, fd))
@@ -192,8 +192,8 @@ func TestSandboxCannotSeeHostPaths(t *testing.T) {
 
 // sandboxCannotSeeHostPaths is the attack of a lease under policy (which
 // may pick a provider other than bwrap).
-func sandboxCannotSeeHostPaths(t *testing.T, policy string) {
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy+"[network]\nallow = [\"example.com:443\"]\n")
+func sandboxCannotSeeHostPaths(t *testing.T, trustedTOML string) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML+"[network]\nallow = [\"example.com:443\"]\n")
 	// The network forwarder runs git-lease (here, the test binary) inside.
 	self, err := os.Executable()
 	if err != nil {

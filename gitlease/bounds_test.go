@@ -25,7 +25,7 @@ import (
 // is for a person.
 func TestBoundsStopTheAgent(t *testing.T) {
 	kernelDisk := os.Getuid() == 0 && haveMkfsExt4() && exists("/dev/loop-control")
-	cases := []struct{ name, policy, script, bound string }{
+	cases := []struct{ name, trustedTOML, script, bound string }{
 		{"wall time", `wall = "2s"`, "sleep 60", "wall"},
 		{"output", `output = "64KiB"`, "yes", "output"},
 		{"processes", `processes = 20`, "for i in $(seq 200); do sleep 60 & done; wait", "processes"},
@@ -47,7 +47,7 @@ func TestBoundsStopTheAgent(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\n"+tc.policy+"\n")
+			repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, "[limits]\n"+tc.trustedTOML+"\n")
 			began := time.Now()
 			var buf bytes.Buffer
 			// A failed lease's collection may fail too (a tree deeper than

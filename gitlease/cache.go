@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
@@ -34,64 +35,13 @@ import (
 // cacheDir is where a repository's cache layers are kept.
 func cacheDir(repo *refs.Repo) string { return repo.LeaseDir("caches") }
 
-// validateCaches checks each cache's name and paths: "VAR:/cache/dir",
-// every directory under bwrap.CacheRoot, no two of them nested, no
-// variable set twice.
-func (e *Effective) validateCaches() error {
-	vars := map[string]bool{}
-	var dirs []string
-	for _, name := range slices.Sorted(mapKeys(e.Caches)) {
-		c := e.Caches[name]
-		if !bwrap.ValidCacheName(name) {
-			return fmt.Errorf("caches.%s: a cache's name is lowercase letters, digits, - and _", name)
-		}
-		if len(c.Paths) == 0 {
-			return fmt.Errorf("caches.%s.paths is empty: name each directory as \"VAR:%s/dir\"", name, bwrap.CacheRoot)
-		}
-		for _, p := range c.Paths {
-			v, dir, ok := strings.Cut(p, ":")
-			if !ok || !validEnvName(v) || path.Clean(dir) != dir || !strings.HasPrefix(dir, bwrap.CacheRoot+"/") {
-				return fmt.Errorf("caches.%s.paths: %q: use \"VAR:%s/dir\", a variable and a clean directory under %s", name, p, bwrap.CacheRoot, bwrap.CacheRoot)
-			}
-			if vars[v] {
-				return fmt.Errorf("caches.%s.paths: %s is set by another cache path", name, v)
-			}
-			vars[v] = true
-			for _, d := range dirs {
-				if d == dir || strings.HasPrefix(dir, d+"/") || strings.HasPrefix(d, dir+"/") {
-					return fmt.Errorf("caches.%s.paths: %s overlaps %s: each cache directory belongs to one cache", name, dir, d)
-				}
-			}
-			dirs = append(dirs, dir)
-		}
-	}
-	return nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	return strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == ""
-}
-
 // cacheNames are the policy's caches, sorted.
-func cacheNames(caches map[string]CachePolicy) []string {
-	return slices.Sorted(mapKeys(caches))
+func cacheNames(caches map[string]policy.CachePolicy) []string {
+	return slices.Sorted(maps.Keys(caches))
 }
 
 // cacheEnv points each cache variable at its directory in the sandbox.
-func cacheEnv(caches map[string]CachePolicy) []string {
+func cacheEnv(caches map[string]policy.CachePolicy) []string {
 	var env []string
 	for _, name := range cacheNames(caches) {
 		for _, p := range caches[name].Paths {
@@ -118,7 +68,7 @@ type cacheMeta struct {
 // cache empty, so that a layer holds only what one warm-up on one base
 // wrote.
 func WarmCache(ctx context.Context, repo *refs.Repo, base plumbing.Hash, names []string, out io.Writer) ([]CacheInfo, error) {
-	eff, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	eff, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "")
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +198,7 @@ func removeWarmLeftovers(ctx context.Context, repo *refs.Repo, dryRun bool) ([]s
 	return done, err
 }
 
-func warmOne(ctx context.Context, repo *refs.Repo, eff *Effective, p bwrap.Provider, base, tree plumbing.Hash, name string, c CachePolicy, out io.Writer) (bwrap.CacheLayer, error) {
+func warmOne(ctx context.Context, repo *refs.Repo, eff *policy.Effective, p bwrap.Provider, base, tree plumbing.Hash, name string, c policy.CachePolicy, out io.Writer) (bwrap.CacheLayer, error) {
 	id, err := claimWarm(repo, tree)
 	if err != nil {
 		return bwrap.CacheLayer{}, err
@@ -267,23 +217,19 @@ func warmOne(ctx context.Context, repo *refs.Repo, eff *Effective, p bwrap.Provi
 		Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
 		Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
 	}
-	allow, err := eff.leaseAllowlist()
+	allow, err := eff.LeaseAllowlist()
 	if err != nil {
 		return bwrap.CacheLayer{}, err
 	}
-	network, err := startNetwork(allow)
-	if err != nil {
-		return bwrap.CacheLayer{}, err
-	}
-	if network != nil {
+	if network := startNetwork(allow); network != nil {
 		defer network.stop()
-		spec.ProxySocket = network.socket
+		spec.Proxy = network.proxy
 	}
 	defer p.Discard(context.Background(), spec)
 	if err := p.Create(ctx, spec); err != nil {
 		return bwrap.CacheLayer{}, err
 	}
-	proc, err := p.Launch(ctx, spec, sandbox.Command{Argv: []string{"sh", "-c", c.Warm}, Env: cacheEnv(map[string]CachePolicy{name: c}), Output: out})
+	proc, err := p.Launch(ctx, spec, sandbox.Command{Argv: []string{"sh", "-c", c.Warm}, Env: cacheEnv(map[string]policy.CachePolicy{name: c}), Output: out})
 	if err != nil {
 		return bwrap.CacheLayer{}, err
 	}
@@ -364,7 +310,7 @@ func RemoveCache(repo *refs.Repo, name string, dryRun bool) ([]string, error) {
 // those past the age and size cap of trusted policy's [cache_layers]
 // table; it says what each freed.
 func EvictCaches(ctx context.Context, repo *refs.Repo, dryRun bool) ([]string, error) {
-	policy, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	eff, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "")
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +318,7 @@ func EvictCaches(ctx context.Context, repo *refs.Repo, dryRun bool) ([]string, e
 	if err != nil {
 		return done, err
 	}
-	c := policy.CacheLayers
+	c := eff.CacheLayers
 	evicted, err := bwrap.EvictCaches(cacheDir(repo), time.Duration(c.MaxAge), int64(c.MaxBytes), time.Now(), dryRun)
 	return append(done, evicted...), err
 }

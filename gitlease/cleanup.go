@@ -345,7 +345,7 @@ func (x *Execution) worktreeEdits(ctx context.Context, expected plumbing.Hash) (
 	if len(e.paths) == 0 {
 		return nil, nil
 	}
-	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, "edits found in the review worktree at cleanup", "", ""))
+	e.commit, err = x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, "", "edits found in the review worktree at cleanup", "", ""))
 	return e, err
 }
 

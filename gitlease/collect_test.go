@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/refs/refstest"
 	"github.com/git-lease/git-lease/sandbox"
-	"golang.org/x/sys/unix"
 )
 
 // manifestLines renders a manifest as "S path old->new" lines.

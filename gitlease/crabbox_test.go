@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 )
 
 const trustedCrabbox = `provider = "crabbox"
@@ -21,16 +24,16 @@ max_copy_bytes = "1GiB"
 // provider a lease builds is the recorded policy's.
 func TestCrabboxPolicyNarrows(t *testing.T) {
 	repo := "[crabbox]\nsandboxed = [\"local-container\"]\nttl = \"1h\"\nidle_timeout = \"5m\"\nmax_copy_bytes = \"64MiB\"\n"
-	_, eff, err := policyRepo(t, trustedCrabbox, repo)
+	_, eff, err := policytest.Repo(t, trustedCrabbox, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := eff.Crabbox
 	if c.Provider != "local-container" || !slices.Equal(c.Sandboxed, []string{"local-container"}) || c.Bin != "crabbox" ||
-		c.TTL != Duration(time.Hour) || c.IdleTimeout != Duration(5*time.Minute) || c.MaxCopyBytes != 64<<20 {
+		c.TTL != policy.Duration(time.Hour) || c.IdleTimeout != policy.Duration(5*time.Minute) || c.MaxCopyBytes != 64<<20 {
 		t.Fatalf("crabbox policy: %+v", c)
 	}
-	if eff.Sources["crabbox.provider"] != SourceTrusted || eff.Sources["crabbox.bin"] != SourceDefault ||
+	if eff.Sources["crabbox.provider"] != policy.SourceTrusted || eff.Sources["crabbox.bin"] != policy.SourceDefault ||
 		!strings.HasPrefix(eff.Sources["crabbox.ttl"], ".lease.toml at ") {
 		t.Fatalf("sources: %v", eff.Sources)
 	}
@@ -56,8 +59,8 @@ func TestCrabboxPolicyRepoMayNotWiden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := policyRepo(t, trustedCrabbox, tc.toml)
-			if !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), tc.want) {
+			_, _, err := policytest.Repo(t, trustedCrabbox, tc.toml)
+			if !errors.Is(err, policy.ErrWiden) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrWiden mentioning %q", err, tc.want)
 			}
 		})
@@ -80,7 +83,7 @@ func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := policyRepo(t, tc.toml, "")
+			_, _, err := policytest.Repo(t, tc.toml, "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
@@ -91,7 +94,7 @@ func TestCrabboxPolicyRefusesBadValues(t *testing.T) {
 // Trusted policy names the CRABBOX_* variables crabbox may see; the
 // provider a lease builds carries them.
 func TestCrabboxPolicyPassEnv(t *testing.T) {
-	_, eff, err := policyRepo(t, trustedCrabbox+"pass_env = [\"CRABBOX_COORDINATOR\", \"CRABBOX_COORDINATOR_TOKEN\"]\n", "")
+	_, eff, err := policytest.Repo(t, trustedCrabbox+"pass_env = [\"CRABBOX_COORDINATOR\", \"CRABBOX_COORDINATOR_TOKEN\"]\n", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/sandbox"
 )
 
@@ -42,51 +42,15 @@ const (
 	maxCredentialFileSize = 1 << 20
 )
 
-// selectCredentials decides which credentials the lease receives: its
-// agent preset's and those asked for with --credential, each of which the
-// policy (trusted, with the preset's, narrowed by the .lease.toml) must
-// allow. The policy records the names received.
-func (e *Effective) selectCredentials(asked []string) error {
-	var given []string
-	var sources []string
-	if e.agent != nil && len(e.agent.Credentials) > 0 {
-		for _, c := range e.agent.Credentials {
-			if !slices.Contains(e.Credentials, c) {
-				return fmt.Errorf("agent %s needs credential %s, but the policy allows only %q (%s)", e.agent.Name, c, e.Credentials, e.Sources["credentials"])
-			}
-		}
-		given = slices.Clone(e.agent.Credentials)
-		sources = append(sources, "agent "+e.agent.Name)
-	}
-	for _, c := range asked {
-		if !slices.Contains(e.Credentials, c) {
-			return fmt.Errorf("--credential %s: the policy allows only %q (%s): add it to credentials in your trusted policy", c, e.Credentials, e.Sources["credentials"])
-		}
-	}
-	if len(asked) > 0 {
-		given = union(given, asked)
-		sources = append(sources, "--credential")
-	}
-	if len(given) == 0 && len(e.Credentials) == 0 {
-		return nil
-	}
-	if len(given) == 0 {
-		sources = []string{"none asked for"}
-	}
-	e.Credentials = given
-	e.Sources["credentials"] = strings.Join(sources, " + ")
-	return nil
-}
-
 // resolveCredentials reads the values of the policy's credentials from the
 // host: the file trusted policy names for it in [credential_files], else
 // the environment variable of that name.
-func (e *Effective) resolveCredentials() ([]credential, error) {
+func resolveCredentials(e *policy.Effective) ([]credential, error) {
 	var out []credential
 	for _, name := range e.Credentials {
 		c := credential{CredentialRecord: CredentialRecord{Name: name, Kind: "env"}}
 		if path, ok := e.CredentialFiles[name]; ok {
-			b, err := readCredentialFile(expandHome(path))
+			b, err := readCredentialFile(policy.ExpandHome(path))
 			if err != nil {
 				return nil, fmt.Errorf("credential %s: %w", name, err)
 			}
@@ -121,14 +85,6 @@ func readCredentialFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is empty", path)
 	}
 	return b, nil
-}
-
-func expandHome(path string) string {
-	if rest, ok := strings.CutPrefix(path, "~/"); ok {
-		home, _ := os.UserHomeDir()
-		return filepath.Join(home, rest)
-	}
-	return path
 }
 
 // deliverCredentials writes the lease's own copy of each file credential

@@ -39,8 +39,8 @@ func credentialRepo(t *testing.T) (repo *refs.Repo, dir, token, key string) {
 	keyFile := filepath.Join(t.TempDir(), "key.txt")
 	must(t, os.WriteFile(keyFile, []byte(key+"\n"), 0o600))
 	t.Setenv("GITLEASE_TEST_TOKEN", token)
-	policy := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
-	repo, dir = sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := "credentials = [\"GITLEASE_TEST_TOKEN\", \"GITLEASE_TEST_KEY\"]\n[credential_files]\nGITLEASE_TEST_KEY = \"" + keyFile + "\"\n"
+	repo, dir = sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	return repo, dir, token, key
 }
 

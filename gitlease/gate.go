@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/herdr"
@@ -217,11 +218,23 @@ func readGateRecord(provider, supervisor string) (*GateRecord, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var r GateRecord
-	if err := json.Unmarshal(b, &r); err != nil || r.Version != GateVersion {
+	r, err := parseGateRecord(b)
+	if err != nil {
 		return nil, nil, nil // an unreadable record is no record: the gate runs again
 	}
-	return &r, b, nil
+	return r, b, nil
+}
+
+// gateFile is the file of a gate ref's tree.
+const gateFile = "gate.json"
+
+// parseGateRecord reads a stored gate record of this version.
+func parseGateRecord(b []byte) (*GateRecord, error) {
+	var r GateRecord
+	if err := json.Unmarshal(b, &r); err != nil || r.Version != GateVersion {
+		return nil, fmt.Errorf("%s is not a gate record of version %d: %v", gateFile, GateVersion, err)
+	}
+	return &r, nil
 }
 
 // encodeGateRecord is the record's stored bytes, the same in the user's
@@ -279,12 +292,12 @@ func recordGate(ctx context.Context, repo *refs.Repo, data []byte, r *GateRecord
 			if err != nil {
 				return err
 			}
-			if f, err := c.File("gate.json"); err == nil && f.Hash == blob {
+			if f, err := c.File(gateFile); err == nil && f.Hash == blob {
 				return nil
 			}
 			parents = []plumbing.Hash{tip}
 		}
-		tree, err := repo.WriteTree([]object.TreeEntry{{Name: "gate.json", Mode: filemode.Regular, Hash: blob}})
+		tree, err := repo.WriteTree([]object.TreeEntry{{Name: gateFile, Mode: filemode.Regular, Hash: blob}})
 		if err != nil {
 			return err
 		}
@@ -321,7 +334,7 @@ var ErrNoGate = errors.New("no passing feasibility gate for this setup")
 // repository. Without one it runs the gate first, or with policy gate =
 // "require" refuses with the command to run. A failed gate refuses the
 // start: nothing falls back to another mode.
-func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sandbox.Supervisor, policy *Effective, check GateCheck) error {
+func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sandbox.Supervisor, eff *policy.Effective, check GateCheck) error {
 	if fixture := os.Getenv(GateFixtureEnv); fixture != "" && fixture == repo.CommonDir {
 		return nil
 	}
@@ -340,7 +353,7 @@ func requireGate(ctx context.Context, repo *refs.Repo, provider string, sup sand
 	}
 	if r == nil || !r.Passed || r.GateSetup != want {
 		run := fmt.Sprintf("git lease gate --provider %s --supervisor %s", want.Provider, want.Supervisor)
-		if policy.Gate == "require" {
+		if eff.Gate == "require" {
 			return fmt.Errorf("%w (%s %s with %s %s, kernel %s, git-lease %s): run %s (trusted policy says gate = \"require\")",
 				ErrNoGate, want.Provider, want.ProviderVersion, want.Supervisor, want.SupervisorVersion, want.Kernel, want.GitLease, run)
 		}

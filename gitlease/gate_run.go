@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 )
 
@@ -35,16 +36,16 @@ type GateOptions struct {
 // a fixture repository it makes in a temporary directory and removes; the
 // user's repository gets nothing but the record.
 func RunGate(ctx context.Context, repo *refs.Repo, opts GateOptions) (*GateRecord, error) {
-	policy, err := LoadPolicy(repo, headOrZero(repo))
+	eff, err := policy.Load(repo, headOrZero(repo))
 	if err != nil {
 		return nil, err
 	}
 	provider := opts.Provider
 	if provider == "" {
-		provider = policy.Provider
+		provider = eff.Provider
 	}
-	if provider != policy.Provider {
-		return nil, fmt.Errorf("--provider %s: trusted policy gives provider %s (%s), and the gate proves what starts use", provider, policy.Provider, policy.Sources["provider"])
+	if provider != eff.Provider {
+		return nil, fmt.Errorf("--provider %s: trusted policy gives provider %s (%s), and the gate proves what starts use", provider, eff.Provider, eff.Sources["provider"])
 	}
 	sup, err := supervisorFor(repo, opts.Supervisor, "")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
 )
@@ -136,11 +137,11 @@ func (x *Execution) retireStale(ctx context.Context, dryRun bool) (string, error
 // and size cap of trusted policy's [bases] table, and says what it freed
 // (or, with dryRun, would free).
 func EvictBases(repo *refs.Repo, dryRun bool) ([]string, error) {
-	policy, err := loadPolicy(repo, plumbing.ZeroHash, "")
+	eff, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "")
 	if err != nil {
 		return nil, err
 	}
-	b := policy.Bases
+	b := eff.Bases
 	return bwrap.EvictBases(repo.LeaseDir("bases"), time.Duration(b.MaxAge), int64(b.MaxBytes), time.Now(), dryRun)
 }
 

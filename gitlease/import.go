@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/agentfs"
@@ -37,7 +38,7 @@ func Import(ctx context.Context, repo *refs.Repo, opts ImportOptions) (*Executio
 	if err != nil {
 		return nil, err
 	}
-	policy, err := LoadPolicy(repo, base)
+	eff, err := policy.Load(repo, base)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func Import(ctx context.Context, repo *refs.Repo, opts ImportOptions) (*Executio
 		Version: RecordVersion, ID: id, Mode: TrustedLocal, Provider: provider.Name(), Base: base.String(),
 		BaseRef: repo.BranchOf(opts.Base), Branch: id.Branch(), Mission: opts.Mission,
 		Command:   []string{"(imported from an AgentFS database made elsewhere)"},
-		CreatedAt: repo.Now(), Policy: policy, PolicyDigest: policy.Digest(),
+		CreatedAt: repo.Now(), Policy: eff, PolicyDigest: eff.Digest(),
 	}}
 	unlock, err := x.Lock()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/netproxy"
 	"github.com/git-lease/git-lease/verify"
@@ -20,10 +21,10 @@ import (
 // {prompt} left in) and the credentials' records. It reads every value
 // once, so that a missing credential fails the start before anything is
 // created.
-func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string, []CredentialRecord, error) {
+func prepareLaunch(eff *policy.Effective, opts StartOptions, sandboxed bool) ([]string, []CredentialRecord, error) {
 	command := opts.Command
-	if p := eff.agent; p != nil {
-		if p.takesPrompt() && opts.Prompt == "" {
+	if p := eff.Agent(); p != nil {
+		if p.TakesPrompt() && opts.Prompt == "" {
 			return nil, nil, fmt.Errorf("agent %s needs a prompt: give it with --prompt TEXT or --prompt-file FILE", p.Name)
 		}
 		command = p.Command
@@ -34,16 +35,16 @@ func prepareLaunch(eff *Effective, opts StartOptions, sandboxed bool) ([]string,
 		}
 		return command, nil, nil
 	}
-	if err := eff.selectNetwork(opts.Net); err != nil {
+	if err := eff.SelectNetwork(opts.Net); err != nil {
 		return nil, nil, err
 	}
-	if err := eff.selectCredentials(opts.Credentials); err != nil {
+	if err := eff.SelectCredentials(opts.Credentials); err != nil {
 		return nil, nil, err
 	}
-	if _, err := eff.leaseAllowlist(); err != nil {
+	if _, err := eff.LeaseAllowlist(); err != nil {
 		return nil, nil, err
 	}
-	creds, err := eff.resolveCredentials()
+	creds, err := resolveCredentials(eff)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,28 +80,28 @@ func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
 	if x.Lease.AgentPreset == "" && !access {
 		return l, nil
 	}
-	trusted, err := loadPolicy(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
+	trusted, err := policy.LoadForAgent(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
 	if err != nil {
 		return nil, err
 	}
-	if p := trusted.agent; p != nil {
-		if !slices.Equal(p.Command, x.Lease.Command) || !slices.Equal(p.envNames(), x.Lease.AgentEnv) || !slices.Equal(p.homePaths(), x.Lease.AgentHomeFiles) {
+	if p := trusted.Agent(); p != nil {
+		if !slices.Equal(p.Command, x.Lease.Command) || !slices.Equal(p.EnvNames(), x.Lease.AgentEnv) || !slices.Equal(p.HomePaths(), x.Lease.AgentHomeFiles) {
 			return nil, fmt.Errorf("agent preset %s changed since the lease started (its command, environment or home files): start a new lease", p.Name)
 		}
-		l.env, l.homeFiles, l.herdrAgent = p.env(), p.HomeFiles, p.HerdrAgent
+		l.env, l.homeFiles, l.herdrAgent = p.Environ(), p.HomeFiles, p.HerdrAgent
 		if x.promptInCommand() {
 			prompt, err := os.ReadFile(x.promptPath())
 			if err != nil {
 				return nil, fmt.Errorf("agent %s needs its prompt: %w", p.Name, err)
 			}
-			l.command = withPrompt(x.Lease.Command, string(prompt))
+			l.command = policy.WithPrompt(x.Lease.Command, string(prompt))
 		}
 	}
 	if !access {
 		return l, nil
 	}
 	trusted.Network.Allow = x.Lease.Policy.Network.Allow // as the trusted allowlist admits it
-	if l.allow, err = trusted.leaseAllowlist(); err != nil {
+	if l.allow, err = trusted.LeaseAllowlist(); err != nil {
 		return nil, fmt.Errorf("the lease's network allowlist: %w (your trusted policy changed since the lease started)", err)
 	}
 	if l.creds, err = x.readCredentials(trusted); err != nil {
@@ -112,12 +113,12 @@ func (x *Execution) launchFor(provider sandbox.Provider) (*launch, error) {
 // readCredentials reads the values of the lease's recorded credentials
 // again, from the host as trusted policy names them, and fails if one no
 // longer matches its recorded fingerprint.
-func (x *Execution) readCredentials(trusted *Effective) ([]credential, error) {
+func (x *Execution) readCredentials(trusted *policy.Effective) ([]credential, error) {
 	trusted.Credentials = nil
 	for _, r := range x.Lease.Credentials {
 		trusted.Credentials = append(trusted.Credentials, r.Name)
 	}
-	creds, err := trusted.resolveCredentials()
+	creds, err := resolveCredentials(trusted)
 	if err != nil {
 		return nil, err
 	}
@@ -142,12 +143,8 @@ type access struct {
 // adding both to the sandbox spec and the agent's command.
 func (x *Execution) openAccess(l *launch, spec *sandbox.Spec, cmd *sandbox.Command) (*access, error) {
 	a := &access{x: x, redact: redactor(l.creds)}
-	var err error
-	if a.net, err = startNetwork(l.allow); err != nil {
-		return nil, err
-	}
-	if a.net != nil {
-		spec.ProxySocket = a.net.socket
+	if a.net = startNetwork(l.allow); a.net != nil {
+		spec.Proxy = a.net.proxy
 	}
 	env, files, err := x.deliverCredentials(l.creds)
 	if err != nil {

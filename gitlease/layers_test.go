@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
+	"github.com/git-lease/git-lease/gitlease/policy/policytest"
 	"github.com/git-lease/git-lease/refs/refstest"
 )
 
@@ -78,12 +80,12 @@ func TestSandboxLayeredBaseShowsTheMovedTree(t *testing.T) {
 // The bases' bounds are trusted policy's: a repository cannot keep its
 // exports from being evicted, or make gc evict everyone's.
 func TestBasesPolicyIsTrustedOnly(t *testing.T) {
-	_, eff, err := policyRepo(t, "[bases]\nmax_age = \"48h\"\nmax_bytes = \"1GiB\"\n", "")
-	if err != nil || eff.Bases.MaxAge != Duration(48*time.Hour) || eff.Bases.MaxBytes != 1<<30 {
+	_, eff, err := policytest.Repo(t, "[bases]\nmax_age = \"48h\"\nmax_bytes = \"1GiB\"\n", "")
+	if err != nil || eff.Bases.MaxAge != policy.Duration(48*time.Hour) || eff.Bases.MaxBytes != 1<<30 {
 		t.Fatalf("trusted [bases]: %+v, %v", eff.Bases, err)
 	}
 	for _, toml := range []string{"[bases]\nmax_age = \"8760h\"", "[bases]\nmax_bytes = 0"} {
-		if _, _, err := policyRepo(t, "", toml); !errors.Is(err, ErrWiden) || !strings.Contains(err.Error(), "only trusted policy may set") {
+		if _, _, err := policytest.Repo(t, "", toml); !errors.Is(err, policy.ErrWiden) || !strings.Contains(err.Error(), "only trusted policy may set") {
 			t.Fatalf(".lease.toml %q: %v", toml, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -27,7 +28,7 @@ func (x *Execution) credentialLeaks(d sandbox.Delta, entries []sandbox.Entry, co
 	if len(x.Lease.Credentials) == 0 {
 		return nil, nil, nil
 	}
-	trusted, err := loadPolicy(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
+	trusted, err := policy.LoadForAgent(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
 	var creds []credential
 	if err == nil {
 		creds, err = x.readCredentials(trusted)

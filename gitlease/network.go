@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/git-lease/git-lease/sandbox"
@@ -55,9 +52,7 @@ var netResolve func(ctx context.Context, host string) ([]netip.Addr, error)
 
 // leaseNetwork is a lease's proxy while its agent runs.
 type leaseNetwork struct {
-	proxy  *netproxy.Proxy
-	socket string
-	served chan error
+	proxy *netproxy.Proxy
 
 	mu      sync.Mutex
 	refused []refusal
@@ -70,53 +65,20 @@ type refusal struct {
 	count                int
 }
 
-// startNetwork serves the lease's proxy on a Unix socket in a directory of
-// its own under the temporary directory, or returns nil when the allowlist
-// is empty (no network). Not in the run directory: the sandbox binds the
-// socket, and a bind's source shows in its mount table, which would tell
-// the agent where the repository lives.
-func startNetwork(allow netproxy.Allowlist) (*leaseNetwork, error) {
+// startNetwork makes the lease's proxy, or returns nil when the allowlist
+// is empty (no network). The sandbox hands it the socket to serve.
+func startNetwork(allow netproxy.Allowlist) *leaseNetwork {
 	if len(allow) == 0 {
-		return nil, nil
+		return nil
 	}
-	dir, err := os.MkdirTemp("", "git-lease-proxy-")
-	if err != nil {
-		return nil, fmt.Errorf("network proxy: %w", err)
-	}
-	socket := filepath.Join(dir, "proxy.sock")
-	l, err := listenUnix(socket)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("network proxy: %w", err)
-	}
-	n := &leaseNetwork{socket: socket, served: make(chan error, 1)}
+	n := &leaseNetwork{}
 	n.proxy = &netproxy.Proxy{Allow: allow, Resolve: netResolve, OnRefused: n.refuse}
-	go func() { n.served <- n.proxy.Serve(l) }()
-	return n, nil
+	return n
 }
 
-// stop ends the proxy and removes its socket.
+// stop ends the proxy.
 func (n *leaseNetwork) stop() {
 	n.proxy.Close()
-	<-n.served
-	os.RemoveAll(filepath.Dir(n.socket))
-}
-
-// listenUnix listens on a Unix socket at path, which may be longer than a
-// socket address holds: it is reached through /proc/self/fd.
-func listenUnix(path string) (net.Listener, error) {
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return nil, err
-	}
-	defer dir.Close()
-	os.Remove(path)
-	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
-	if err != nil {
-		return nil, err
-	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false)
-	return l, nil
 }
 
 func (n *leaseNetwork) refuse(ev netproxy.Event) {
@@ -186,22 +148,4 @@ func refusalSeverity(reason string) string {
 		return verify.SeverityHigh
 	}
 	return verify.SeverityMedium
-}
-
-// selectNetwork narrows the lease's allowlist to the destinations asked
-// for with --net, each of which the policy must allow.
-func (e *Effective) selectNetwork(asked []string) error {
-	if len(asked) == 0 {
-		return nil
-	}
-	a, err := uncovered(asked, e.Network.Allow)
-	if err != nil {
-		return fmt.Errorf("--net: %w", err)
-	}
-	if a != "" {
-		return fmt.Errorf("--net %s: not in the lease's network allowlist %q (%s): add it to [network] allow in your trusted policy", a, e.Network.Allow, e.Sources["network.allow"])
-	}
-	e.Network.Allow = union(nil, asked)
-	e.Sources["network.allow"] = "--net"
-	return nil
 }

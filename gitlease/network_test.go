@@ -104,8 +104,8 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 		"evil.lease.test":          "203.0.113.7",
 	})
 	p, tp := api.port(), tlsAPI.port()
-	policy := fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\", \"api.lease.test:%d\", \"*.apis.lease.test:%d\"]\n", p, tp, p)
-	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	trustedTOML := fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\", \"api.lease.test:%d\", \"*.apis.lease.test:%d\"]\n", p, tp, p)
+	repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	curl := "curl -fsS --max-time 10 "
 	viaProxy := curl + `--proxy "$HTTP_PROXY" --noproxy '' `
 	script := "echo proxy-variables=$(env | grep -c -i '^[a-z]*_proxy=')\n" +
@@ -167,8 +167,8 @@ func TestSandboxNetworkReachesOnlyItsAllowlist(t *testing.T) {
 }
 
 func TestSandboxNetworkDNSQueryIsAFinding(t *testing.T) {
-	for _, policy := range []string{"", "[network]\nallow = [\"api.lease.test:443\"]\n"} {
-		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+	for _, trustedTOML := range []string{"", "[network]\nallow = [\"api.lease.test:443\"]\n"} {
+		repo, _ := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 		// The resolver's query goes wherever the host's resolv.conf says;
 		// the raw one to an outside resolver surely has no route.
 		script := attempt("dns", "getent hosts example.com") + attempt("dns-raw", "printf 'q' > /dev/udp/192.0.2.53/53")
@@ -176,7 +176,7 @@ func TestSandboxNetworkDNSQueryIsAFinding(t *testing.T) {
 		requireBlocked(t, out, "dns", "dns-raw")
 		b := x.Lease.Network
 		if b == nil || b.Bypass.NoRoute+b.Bypass.ClosedUDP == 0 || len(x.Lease.Findings) == 0 || x.Lease.Findings[0].Rule != RuleNetworkBypass {
-			t.Fatalf("policy %q: the DNS query left no evidence: %+v %+v", policy, b, x.Lease.Findings)
+			t.Fatalf("policy %q: the DNS query left no evidence: %+v %+v", trustedTOML, b, x.Lease.Findings)
 		}
 	}
 }
@@ -233,5 +233,33 @@ func TestSandboxNetworkReachesAHostServiceAsHostLeaseInternal(t *testing.T) {
 	}
 	if ev := events.Events[0]; ev.Dest != fmt.Sprintf("%s:%d", netproxy.HostAlias, p) || ev.Addr != fmt.Sprintf("127.0.0.1:%d", p) || !ev.Allowed {
 		t.Fatalf("the event names %+v", ev)
+	}
+}
+
+// TestSandboxNetworkShowsNoHostPath: the proxy's socket is one the sandbox
+// made itself, so that a lease with a network shows no host path: not the
+// temporary directory's (where a host socket would live) nor the
+// repository's, in the mount table, in any descriptor's link or in any
+// environment. The network still works through it.
+func TestSandboxNetworkShowsNoHostPath(t *testing.T) {
+	needCurl(t)
+	api := newStandInAPI(t, false)
+	fakeDNS(t, map[string]string{"api.lease.test": "127.0.0.1"})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, fmt.Sprintf("[network]\nallow = [\"api.lease.test:%d\"]\n", api.port()))
+	look := "{ cat /proc/self/mountinfo /proc/[0-9]*/environ; ls -l /proc/[0-9]*/fd/ /proc/[0-9]*/cwd /proc/[0-9]*/root; } 2>/dev/null"
+	script := fmt.Sprintf("curl -fsS --max-time 10 http://api.lease.test:%d/through-the-sandboxs-socket\n", api.port()) +
+		"test -S /run/lease/proxy.sock && echo proxy-socket-there\n" +
+		attempt("tmpdir", splitGrep(look, tmp)) +
+		attempt("repository", splitGrep(look, dir)) +
+		attempt("git-dir", splitGrep(look, repo.CommonDir))
+	x, out := runLease(t, repo, StartOptions{}, script)
+	if !strings.Contains(out, "api-ok /through-the-sandboxs-socket") || !strings.Contains(out, "proxy-socket-there") {
+		t.Fatalf("the allowlisted destination was not reached through the proxy's socket:\n%s", out)
+	}
+	requireBlocked(t, out, "tmpdir", "repository", "git-dir")
+	if x.Lease.State != Review {
+		t.Fatalf("state %s: %s", x.Lease.State, x.Lease.Reason)
 	}
 }

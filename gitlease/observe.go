@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/git-lease/git-lease/sandbox"
 )
 
 // ErrTimeout is returned by Wait when the lease is still running at its
@@ -28,6 +30,12 @@ func Wait(ctx context.Context, x *Execution, timeout time.Duration) error {
 		defer t.Stop()
 		deadline = t.C
 	}
+	var watch *sandbox.EndpointWatch
+	if sup, err := x.supervisorOf(); err == nil {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		watch = sandbox.WatchEndpoint(ctx, sup, *x.Lease.Supervisor)
+	}
 	for {
 		y, err := Load(x.Repo, x.Lease.ID)
 		if err != nil {
@@ -40,7 +48,7 @@ func Wait(ctx context.Context, x *Execution, timeout time.Duration) error {
 		if x.StartedElsewhere() {
 			return x.startedElsewhere("wait for it")
 		}
-		if !x.Busy() {
+		if !x.Busy() && (x.Lease.State != Provisioning || watch.Due()) {
 			gone, why := x.endpointGone(ctx)
 			if !gone && x.Lease.State != Provisioning {
 				why = "its runner stopped working on it"
@@ -54,6 +62,8 @@ func Wait(ctx context.Context, x *Execution, timeout time.Duration) error {
 			return ctx.Err()
 		case <-deadline:
 			return fmt.Errorf("lease %s: %w (%s)", x.Lease.ID, ErrTimeout, x.Lease.State)
+		case _, ok := <-watch.Pushed():
+			watch.Note(ok)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

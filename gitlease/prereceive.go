@@ -39,7 +39,12 @@ var (
 //   - refs/heads/lease/<id> pushed without its log: unless the server has
 //     that log and it verifies with the branch at the pushed commit (the
 //     lease's result, or its base). Deleting a review branch is fine: the
-//     log stays.
+//     log stays;
+//   - refs/notes/leases, refs/lease-revocations/log and refs/lease-gates/*
+//     (checkPushedShared): a deletion, an update that drops the server's
+//     tip, a new commit not signed by an allowed key, a revocation or gate
+//     record that does not read, and a note that is not a result receipt
+//     signed by an allowed key about the commit it annotates.
 //
 // Other refs pass, and a push without lease refs opens nothing. It writes
 // nothing to the repository.
@@ -57,7 +62,7 @@ func PreReceive(ctx context.Context, dir string, environ []string, input io.Read
 			return fmt.Errorf("pre-receive input %q: want \"<old> <new> <ref>\" with 40-hex object names", l.Old+" "+l.New+" "+l.Name)
 		}
 		u := refs.RefUpdate{Name: l.Name, Old: oldOID, New: newOID}
-		if strings.HasPrefix(u.Name, "refs/leases/") || reviewBranch(u.Name) != "" {
+		if strings.HasPrefix(u.Name, "refs/leases/") || reviewBranch(u.Name) != "" || sharedRef(u.Name) {
 			pushed[u.Name] = u
 			updates = append(updates, u)
 		}
@@ -83,6 +88,8 @@ func PreReceive(ctx context.Context, dir string, environ []string, input io.Read
 		}
 		if name, ok := strings.CutPrefix(u.Name, "refs/leases/"); ok {
 			checkPushedLog(ctx, repo, name, u, pushed, allowed, refuse)
+		} else if sharedRef(u.Name) {
+			checkPushedShared(ctx, repo, u, allowed, refuse)
 		} else {
 			checkPushedBranch(ctx, repo, reviewBranch(u.Name), u, pushed, allowed, refuse)
 		}

@@ -57,14 +57,14 @@ func (x *Execution) promote(ctx context.Context, only []string) (plumbing.Hash, 
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}
-	findings, err := checkResult(x.Repo, x.Lease.Policy.verifyPolicy(), c)
+	findings, err := checkResult(x.Repo, x.Lease.Policy.VerifyPolicy(), c)
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}
 	if len(findings) > 0 {
 		return plumbing.ZeroHash, nil, nil, fmt.Errorf("%w: the promoted result breaks %s", ErrNotVerified, findings[0].Error())
 	}
-	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, fmt.Sprintf("promote %d of %d changes", len(c.Manifest.Files), len(x.Lease.Result.Manifest)), base.String(), ""))
+	commit, err := x.Repo.WriteCommit(tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, x.Lease.Mission, fmt.Sprintf("promote %d of %d changes", len(c.Manifest.Files), len(x.Lease.Result.Manifest)), base.String(), ""))
 	if err != nil {
 		return plumbing.ZeroHash, nil, nil, err
 	}

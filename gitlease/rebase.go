@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -56,7 +57,7 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 		return nil, errors.Join(fmt.Errorf("%w onto %s: %s", ErrConflict, strings.TrimPrefix(target, "refs/heads/"), strings.Join(conflicts, ", ")), err)
 	}
 	merged := plumbing.NewHash(lines[0])
-	policy, err := LoadPolicy(x.Repo, head)
+	eff, err := policy.Load(x.Repo, head)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func Rebase(ctx context.Context, x *Execution, onto string, progress io.Writer) 
 	y := &Execution{Repo: x.Repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: old.Mode, Sandboxed: old.Sandboxed, Provider: old.Provider,
 		Base: head.String(), BaseRef: target, Branch: id.Branch(), Mission: old.Mission, Command: old.Command,
-		CreatedAt: x.Repo.Now(), Policy: policy, PolicyDigest: policy.Digest(), Checks: old.Checks, RebasedFrom: old.ID,
+		CreatedAt: x.Repo.Now(), Policy: eff, PolicyDigest: eff.Digest(), Checks: old.Checks, RebasedFrom: old.ID,
 	}}
 	unlock, err := y.Lock()
 	if err != nil {
@@ -107,14 +108,14 @@ func (x *Execution) linkSuccessor(ctx context.Context, id refs.ID) error {
 // it through verification, checks and review.
 func (x *Execution) verifyBuilt(ctx context.Context, c *collected, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
-	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, summarize(c.Manifest.Files), base.String(), string(x.Lease.RebasedFrom)))
+	commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base}, refs.BranchMessage(x.Lease.ID, x.Lease.Mission, summarize(c.Manifest.Files), base.String(), string(x.Lease.RebasedFrom)))
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}
 	result := &Result{Status: ResultOK, Summary: summarize(c.Manifest.Files), Base: x.Lease.Base, Commit: commit.String(), Tree: c.Tree.String(),
 		Manifest: c.Manifest.Files, PatchDigest: verify.PatchDigest(c.Patch), Checks: []CheckResult{}, Artifacts: []Artifact{}}
 	files := map[string][]byte{manifestFile: c.Manifest.Marshal(), patchFile: c.Patch}
-	findings, err := checkResult(x.Repo, x.Lease.Policy.verifyPolicy(), c)
+	findings, err := checkResult(x.Repo, x.Lease.Policy.VerifyPolicy(), c)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
 	}

@@ -3,8 +3,9 @@ package gitlease
 import (
 	"os"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/verify"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 )
@@ -270,7 +271,7 @@ func (x *Execution) outputSoFar() (out []byte, n int64, ok bool) {
 	if len(x.Lease.Credentials) == 0 {
 		return out, n, true
 	}
-	trusted, err := loadPolicy(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
+	trusted, err := policy.LoadForAgent(x.Repo, plumbing.ZeroHash, x.Lease.AgentPreset)
 	if err != nil {
 		return nil, 0, false
 	}

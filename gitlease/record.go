@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/verify"
@@ -58,8 +59,8 @@ type Lease struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Policy is the effective policy: names of credentials, never values.
-	Policy       *Effective `json:"policy"`
-	PolicyDigest string     `json:"policy_digest"`
+	Policy       *policy.Effective `json:"policy"`
+	PolicyDigest string            `json:"policy_digest"`
 	// Credentials are the credentials the agent received: names and
 	// fingerprints, never values.
 	Credentials []CredentialRecord `json:"credentials,omitempty"`

@@ -28,7 +28,7 @@ import (
 // result (collect --partial).
 func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progress io.Writer) error {
 	base := plumbing.NewHash(x.Lease.Base)
-	vp := x.Lease.Policy.verifyPolicy()
+	vp := x.Lease.Policy.VerifyPolicy()
 	entries, err := scan(ctx, d)
 	if err != nil {
 		return x.fail(ctx, err.Error(), err)
@@ -64,7 +64,7 @@ func (x *Execution) collectAndVerify(ctx context.Context, d sandbox.Delta, progr
 			return x.fail(ctx, err.Error(), err)
 		}
 		commit, err := x.Repo.WriteCommit(c.Tree, []plumbing.Hash{base},
-			refs.BranchMessage(x.Lease.ID, summarize(c.Manifest.Files), base.String(), ""))
+			refs.BranchMessage(x.Lease.ID, x.Lease.Mission, summarize(c.Manifest.Files), base.String(), ""))
 		if err != nil {
 			return x.fail(ctx, err.Error(), err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -93,7 +94,12 @@ func Revocations(repo *refs.Repo) ([]Revocation, error) {
 			}
 		}
 	}
-	b, err := repo.ReadFile(tip, revocationsFile, maxRevocations)
+	return readRevocations(repo, tip)
+}
+
+// readRevocations reads the decision at commit of a revocation log.
+func readRevocations(repo *refs.Repo, commit plumbing.Hash) ([]Revocation, error) {
+	b, err := repo.ReadFile(commit, revocationsFile, maxRevocations)
 	if err != nil {
 		return nil, err
 	}
@@ -265,9 +271,9 @@ func updateRevocations(ctx context.Context, repo *refs.Repo, change func([]Revoc
 // checkRevoked refuses a start that a revocation in force covers: trusted
 // policy's, the repository's, or its mission's. The message says who
 // revoked, when, why, and how to lift it.
-func checkRevoked(repo *refs.Repo, policy *Effective, mission string) error {
-	if reason := policy.Revoke.Reason; reason != "" {
-		path, _ := TrustedPolicyPath(repo)
+func checkRevoked(repo *refs.Repo, eff *policy.Effective, mission string) error {
+	if reason := eff.Revoke.Reason; reason != "" {
+		path, _ := policy.TrustedPath(repo)
 		return fmt.Errorf("new leases are revoked for all your repositories by trusted policy (%s): %s; to lift it, remove revoke.reason there", path, reason)
 	}
 	rs, err := Revocations(repo)

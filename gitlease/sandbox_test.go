@@ -34,13 +34,13 @@ func TestMain(m *testing.M) {
 
 // sandboxRepo makes a repository for sandboxed leases, with a trusted
 // policy file holding policy (TOML, may be empty).
-func sandboxRepo(t *testing.T, files map[string]string, policy string) (*refs.Repo, string) {
+func sandboxRepo(t *testing.T, files map[string]string, trustedTOML string) (*refs.Repo, string) {
 	t.Helper()
 	dir := refstest.Repo(t, files)
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
 	must(t, os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755))
-	must(t, os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644))
+	must(t, os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(trustedTOML), 0o644))
 	repo, err := refs.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -175,8 +175,8 @@ func TestSandboxCannotWriteOutsideItsTree(t *testing.T) {
 
 // sandboxCannotWriteOutsideItsTree is the attack of a lease under policy
 // (which may pick a provider other than bwrap).
-func sandboxCannotWriteOutsideItsTree(t *testing.T, policy string) {
-	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, policy)
+func sandboxCannotWriteOutsideItsTree(t *testing.T, trustedTOML string) {
+	repo, dir := sandboxRepo(t, map[string]string{"a": "a"}, trustedTOML)
 	outside := filepath.Dir(dir)
 	script := attempt("etc", "echo x > /etc/lease-escape") +
 		attempt("usr", "echo x > /usr/lease-escape") +

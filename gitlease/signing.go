@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/verify"
 )
@@ -20,7 +21,7 @@ var (
 )
 
 // KeyDir is where git lease keys init puts git-lease's own key.
-func KeyDir() string { return filepath.Join(configHome(), "git-lease", "keys") }
+func KeyDir() string { return filepath.Join(policy.ConfigHome(), "git-lease", "keys") }
 
 // gitConfig reads one git config value ("" when unset).
 func gitConfig(repo *refs.Repo, key string) string { return repo.Config(key) }
@@ -99,7 +100,7 @@ func AllowedSigners(repo *refs.Repo, file string, withOwn bool) (*verify.Allowed
 	if file == "" {
 		file = gitConfig(repo, "gpg.ssh.allowedSignersFile")
 	}
-	file = expandHome(file)
+	file = policy.ExpandHome(file)
 	var text []byte
 	if file != "" {
 		b, err := os.ReadFile(file)

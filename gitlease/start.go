@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/git-lease/git-lease/gitlease/policy"
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/agentfs"
@@ -123,14 +124,14 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err != nil {
 		return nil, err
 	}
-	policy, err := loadPolicy(repo, base, opts.Agent)
+	eff, err := policy.LoadForAgent(repo, base, opts.Agent)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+	if err := checkRevoked(repo, eff, opts.Mission); err != nil {
 		return nil, err
 	}
-	provider, err := providerFor(opts.Mode, policy)
+	provider, err := providerFor(opts.Mode, eff)
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +141,14 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if opts.ReadOnly && provider.Name() != "bwrap" {
 		return nil, fmt.Errorf("--read-only needs the bwrap provider, which mounts /work read-only; this lease's is %s", provider.Name())
 	}
-	command, creds, err := prepareLaunch(policy, opts, provider.Sandboxed())
+	command, creds, err := prepareLaunch(eff, opts, provider.Sandboxed())
 	if err != nil {
 		return nil, err
 	}
 	// The agent's program must be where the lease will run it; a provider
 	// that collects the delta from elsewhere (a Crabbox box) runs it there.
 	if _, remote := provider.(sandbox.Collector); !remote {
-		prog, err := findAgent(command[0], policy.ReadOnly, provider.Sandboxed())
+		prog, err := findAgent(command[0], eff.ReadOnly, provider.Sandboxed())
 		if err != nil {
 			return nil, err
 		}
@@ -162,11 +163,11 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	if err := sup.Check(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkReadOnly(repo, policy.ReadOnly); err != nil {
+	if err := checkReadOnly(repo, eff.ReadOnly); err != nil {
 		return nil, err
 	}
 	if opts.Gate != nil && provider.Name() == "bwrap" {
-		if err := requireGate(ctx, repo, provider.Name(), sup, policy, *opts.Gate); err != nil {
+		if err := requireGate(ctx, repo, provider.Name(), sup, eff, *opts.Gate); err != nil {
 			return nil, err
 		}
 	}
@@ -178,12 +179,12 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	x := &Execution{Repo: repo, Lease: &Lease{
 		Version: RecordVersion, ID: id, Mode: opts.Mode, Sandboxed: provider.Sandboxed(), Provider: provider.Name(),
 		Base: base.String(), BaseRef: repo.BranchOf(rev), Branch: id.Branch(), Mission: opts.Mission, Parent: parentID(parent), ReadOnlyWork: opts.ReadOnly,
-		Command: command, Dir: dir, CreatedAt: now, Policy: policy, PolicyDigest: policy.Digest(), SnapshotOf: snapshotOf,
+		Command: command, Dir: dir, CreatedAt: now, Policy: eff, PolicyDigest: eff.Digest(), SnapshotOf: snapshotOf,
 		Prompt: startPrompt(opts),
 		Checks: opts.Checks, Artifacts: opts.Artifacts, AgentPreset: opts.Agent, Credentials: creds,
 	}}
-	if p := policy.agent; p != nil {
-		x.Lease.AgentEnv, x.Lease.AgentHomeFiles = p.envNames(), p.homePaths()
+	if p := eff.Agent(); p != nil {
+		x.Lease.AgentEnv, x.Lease.AgentHomeFiles = p.EnvNames(), p.HomePaths()
 	}
 	progress := opts.Progress
 	if progress == nil {
@@ -219,7 +220,7 @@ func Start(ctx context.Context, repo *refs.Repo, opts StartOptions) (*Execution,
 	// A revocation recorded since the check above: revoke lists the
 	// running leases only after recording itself, so a start that recorded
 	// its lease before that is canceled by it, and one after is stopped here.
-	if err := checkRevoked(repo, policy, opts.Mission); err != nil {
+	if err := checkRevoked(repo, eff, opts.Mission); err != nil {
 		return x, x.fail(ctx, err.Error(), err)
 	}
 	fault("start:provisioning")
@@ -306,17 +307,17 @@ func newID(repo *refs.Repo) (refs.ID, error) {
 
 // providerFor picks the provider of a mode. Sandboxed mode never falls back
 // to an unsandboxed provider.
-func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
+func providerFor(mode Mode, eff *policy.Effective) (sandbox.Provider, error) {
 	switch mode {
 	case TrustedLocal:
 		return worktree.Provider{}, nil
 	case Sandboxed:
-		if policy.Provider == "worktree" {
-			return nil, fmt.Errorf("provider = worktree (%s) is not a sandbox: use --mode trusted_local to run without one", policy.Sources["provider"])
+		if eff.Provider == "worktree" {
+			return nil, fmt.Errorf("provider = worktree (%s) is not a sandbox: use --mode trusted_local to run without one", eff.Sources["provider"])
 		}
-		p, err := providerByName(policy.Provider, policy)
+		p, err := providerByName(eff.Provider, eff)
 		if err != nil {
-			return nil, fmt.Errorf("provider = %q (%s): %w", policy.Provider, policy.Sources["provider"], err)
+			return nil, fmt.Errorf("provider = %q (%s): %w", eff.Provider, eff.Sources["provider"], err)
 		}
 		return p, nil
 	}
@@ -326,7 +327,7 @@ func providerFor(mode Mode, policy *Effective) (sandbox.Provider, error) {
 // providerByName is the provider a lease records, built from the lease's
 // recorded policy, for the commands that act on it later (cleanup,
 // reconcile).
-func providerByName(name string, policy *Effective) (sandbox.Provider, error) {
+func providerByName(name string, eff *policy.Effective) (sandbox.Provider, error) {
 	switch name {
 	case "worktree", AdoptedProvider:
 		return worktree.Provider{}, nil
@@ -343,10 +344,10 @@ func providerByName(name string, policy *Effective) (sandbox.Provider, error) {
 		}
 		return agentfs.Provider{Self: self}, nil
 	case "crabbox":
-		if policy == nil {
+		if eff == nil {
 			return nil, errors.New("the lease records no policy to build its crabbox provider from")
 		}
-		return crabboxProvider(policy), nil
+		return crabboxProvider(eff), nil
 	}
 	return nil, fmt.Errorf("no sandbox provider named %q (known: agentfs, bwrap, crabbox, worktree)", name)
 }

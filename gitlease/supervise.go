@@ -60,6 +60,9 @@ func (x *Execution) handOff(ctx context.Context, sup sandbox.Supervisor) error {
 // running), or, with untilSettled, until the lease is settled.
 func (x *Execution) awaitRunner(ctx context.Context, sup sandbox.Supervisor, untilSettled bool, progress io.Writer) error {
 	deadline := time.Now().Add(60 * time.Second)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	watch := sandbox.WatchEndpoint(ctx, sup, *x.Lease.Supervisor)
 	for {
 		y, err := Load(x.Repo, x.Lease.ID)
 		if err != nil {
@@ -75,13 +78,17 @@ func (x *Execution) awaitRunner(ctx context.Context, sup sandbox.Supervisor, unt
 		case x.Lease.State == Provisioning && time.Now().After(deadline):
 			return fmt.Errorf("lease %s: the runner did not start within 60s (see %s)", x.Lease.ID, filepath.Join(x.RunDir(), "runner.log"))
 		}
-		if alive, _ := sup.Alive(ctx, *x.Lease.Supervisor); !x.Busy() && (!alive || x.Lease.State != Provisioning) {
-			return fmt.Errorf("lease %s is %s, but its runner stopped working on it: run git lease reconcile (runner log: %s)",
-				x.Lease.ID, x.Lease.State, filepath.Join(x.RunDir(), "runner.log"))
+		if !x.Busy() && (x.Lease.State != Provisioning || watch.Due()) {
+			if alive, _ := sup.Alive(ctx, *x.Lease.Supervisor); !alive || x.Lease.State != Provisioning {
+				return fmt.Errorf("lease %s is %s, but its runner stopped working on it: run git lease reconcile (runner log: %s)",
+					x.Lease.ID, x.Lease.State, filepath.Join(x.RunDir(), "runner.log"))
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case _, ok := <-watch.Pushed():
+			watch.Note(ok)
 		case <-time.After(150 * time.Millisecond):
 		}
 	}

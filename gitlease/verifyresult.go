@@ -11,15 +11,6 @@ import (
 	"github.com/git-lease/git-lease/verify"
 )
 
-// verifyPolicy is the result part of a lease's policy, for the verify package.
-func (p *Policy) verifyPolicy() verify.Policy {
-	return verify.Policy{
-		MaxFiles: p.Result.MaxFiles, MaxBytes: int64(p.Result.MaxBytes), MaxBinaryFiles: p.Result.MaxBinaryFiles,
-		DenySymlinks: p.Result.Symlinks == "none", AllowSubmodules: p.Result.Submodules,
-		Protected: append([]string{}, p.Result.Protected...),
-	}
-}
-
 // precheck looks at the delta before anything of it is read or stored: the
 // rules that a path, a file type or a size alone break. For an overlay,
 // every entry is a change, so counts and total size are checked too; a

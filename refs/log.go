@@ -211,3 +211,28 @@ func (r *Repo) Log(tip plumbing.Hash) ([]LogEntry, error) {
 	}
 	return out, nil
 }
+
+// maxNewCommits bounds NewCommits, against a hostile push.
+const maxNewCommits = 100000
+
+// NewCommits lists the commits reachable from tip but not from old (zero:
+// every commit of tip), newest first, merges included: what a push of tip
+// over old brings.
+func (r *Repo) NewCommits(ctx context.Context, old, tip plumbing.Hash) ([]plumbing.Hash, error) {
+	args := []string{"rev-list", fmt.Sprintf("--max-count=%d", maxNewCommits+1), tip.String()}
+	if !old.IsZero() {
+		args = append(args, "^"+old.String())
+	}
+	out, err := r.Git(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	var hashes []plumbing.Hash
+	for _, line := range strings.Fields(string(out)) {
+		hashes = append(hashes, plumbing.NewHash(line))
+	}
+	if len(hashes) > maxNewCommits {
+		return nil, fmt.Errorf("more than %d new commits", maxNewCommits)
+	}
+	return hashes, nil
+}

@@ -76,10 +76,16 @@ func EventMessage(id ID, state State, event Event) (string, error) {
 
 // BranchMessage is the message of a commit git-lease makes on a lease's
 // branch (a result, a promoted part of one, edits found at cleanup):
-// "lease <id>: <summary>", then Lease-ID and, when base is not empty,
-// Lease-Base and, when rebasedFrom is not empty, Lease-Rebased-From.
-func BranchMessage(id ID, summary, base, rebasedFrom string) string {
-	msg := fmt.Sprintf("lease %s: %s\n\n%s: %s\n", id, oneLineSubject(summary), TrailerID, id)
+// "<mission>: <summary>", or "lease <id>: <summary>" for a lease without a
+// mission, then Lease-ID and, when base is not empty, Lease-Base and, when
+// rebasedFrom is not empty, Lease-Rebased-From. A result's is the message
+// apply puts on your branch unless you give one.
+func BranchMessage(id ID, mission, summary, base, rebasedFrom string) string {
+	topic := "lease " + string(id)
+	if mission := oneLineSubject(mission); mission != "" {
+		topic = mission
+	}
+	msg := fmt.Sprintf("%s: %s\n\n%s: %s\n", topic, oneLineSubject(summary), TrailerID, id)
 	if base != "" {
 		msg += fmt.Sprintf("%s: %s\n", TrailerBase, base)
 	}

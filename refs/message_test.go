@@ -50,7 +50,11 @@ func TestMessagesParseBackAndRefuseWhatIsNotOne(t *testing.T) {
 			t.Errorf("%q parsed as %+v", subject, e)
 		}
 	}
-	if got := BranchMessage(id, "1 file changed:\n1 added", "abc", ""); !strings.HasPrefix(got, "lease 0123456789ab: 1 file changed: 1 added\n\nLease-ID: 0123456789ab\nLease-Base: abc\n") {
+	if got := BranchMessage(id, "", "1 file changed:\n1 added", "abc", ""); !strings.HasPrefix(got, "lease 0123456789ab: 1 file changed: 1 added\n\nLease-ID: 0123456789ab\nLease-Base: abc\n") {
 		t.Fatalf("branch message:\n%s", got)
+	}
+	// A lease's mission names the change in its stead.
+	if got := BranchMessage(id, "T-42\nparser", "1 file changed", "abc", ""); !strings.HasPrefix(got, "T-42 parser: 1 file changed\n\nLease-ID: 0123456789ab\nLease-Base: abc\n") {
+		t.Fatalf("branch message with a mission:\n%s", got)
 	}
 }

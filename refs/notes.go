@@ -1,8 +1,12 @@
 package refs
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // NotesRef holds git-lease's evidence on result commits, readable with
@@ -67,4 +71,47 @@ func (r *Repo) NoteUpdate(object plumbing.Hash, content []byte, message string) 
 		return RefUpdate{}, err
 	}
 	return RefUpdate{Name: NotesRef, Old: tip, New: commit}, nil
+}
+
+// ChangedNotes lists the notes that the notes commit tip adds or changes
+// over the notes commit old (zero: every note of tip): the annotated
+// object's hash, and the note's blob. A path of the notes tree that names
+// no object (neither 40 hex digits flat nor under a two-digit fan-out
+// directory) is an error: git notes would not read it, so nobody could
+// review it.
+func (r *Repo) ChangedNotes(old, tip plumbing.Hash) (map[plumbing.Hash]plumbing.Hash, error) {
+	tree := func(commit plumbing.Hash) (*object.Tree, error) {
+		if commit.IsZero() {
+			return &object.Tree{}, nil
+		}
+		c, err := r.Commit(commit)
+		if err != nil {
+			return nil, err
+		}
+		return r.Tree(c.TreeHash)
+	}
+	from, err := tree(old)
+	if err != nil {
+		return nil, err
+	}
+	to, err := tree(tip)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := object.DiffTree(from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := map[plumbing.Hash]plumbing.Hash{}
+	for _, ch := range changes {
+		if ch.To.Name == "" {
+			continue // a note removed: git notes remove, or one moved into a fan-out directory
+		}
+		name := strings.ReplaceAll(ch.To.Name, "/", "")
+		if len(name) != 40 || !isLowerHex(name) || (strings.Contains(ch.To.Name, "/") && ch.To.Name != name[:2]+"/"+name[2:]) || ch.To.TreeEntry.Mode != filemode.Regular {
+			return nil, fmt.Errorf("%s is not a note: a notes tree holds regular files named by an object's hash", ch.To.Name)
+		}
+		out[plumbing.NewHash(name)] = ch.To.TreeEntry.Hash
+	}
+	return out, nil
 }

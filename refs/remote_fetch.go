@@ -211,16 +211,28 @@ func (r *Repo) compareFetched(ctx context.Context, name string, fetched plumbing
 		a, b plumbing.Hash
 		out  fetchOutcome
 	}{{local, fetched, fetchFastForward}, {fetched, local, fetchUpToDate}} {
-		_, err := r.Git(ctx, nil, "merge-base", "--is-ancestor", c.a.String(), c.b.String())
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return c.out, st, nil
-		case !errors.As(err, &ee) || ee.ExitCode() != 1:
+		ancestor, err := r.IsAncestor(ctx, c.a, c.b)
+		if err != nil {
 			return 0, st, err
+		}
+		if ancestor {
+			return c.out, st, nil
 		}
 	}
 	return fetchDiverged, st, nil
+}
+
+// IsAncestor reports whether a is b or one of its ancestors.
+func (r *Repo) IsAncestor(ctx context.Context, a, b plumbing.Hash) (bool, error) {
+	_, err := r.Git(ctx, nil, "merge-base", "--is-ancestor", a.String(), b.String())
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return false, nil
+	}
+	return false, err
 }
 
 // record adds st to the report under out and returns updates with the

@@ -7,8 +7,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"time"
 )
+
+// Proxy serves a lease's network proxy on a listener until the proxy is
+// closed (netproxy.Proxy does).
+type Proxy interface {
+	Serve(l net.Listener) error
+}
 
 // Spec is everything a provider needs to set up one lease's workspace. All
 // paths are host paths chosen and validated by the caller.
@@ -50,11 +57,13 @@ type Spec struct {
 	// PATH lists directories of ReadOnly that the agent's PATH adds after
 	// the system's (an interpreter installed in the user's home).
 	PATH []string
-	// ProxySocket, when set, is the host path of the Unix socket on which
-	// the lease's network proxy listens: the provider makes it the agent's
-	// only way out, through a forwarder on the sandbox's loopback that the
-	// agent's proxy variables name. Empty means no network at all.
-	ProxySocket string
+	// Proxy, when set, is the lease's network proxy: the provider makes it
+	// the agent's only way out, through a forwarder on the sandbox's
+	// loopback that the agent's proxy variables name, and has it serve the
+	// listener that forwarder reaches, a socket the sandbox itself made (a
+	// host socket bound in would show its host path in the sandbox's mount
+	// table). Nil means no network at all.
+	Proxy Proxy
 	// Binds are single host files the lease shares with its agent (the
 	// prompt, the agent's state file, its credential files) at fixed places
 	// inside the sandbox.

@@ -53,3 +53,83 @@ type Supervisor interface {
 
 // ErrNoAttach is returned by supervisors that have nothing to bring forward.
 var ErrNoAttach = errors.New("this supervisor has no pane to attach to")
+
+// Watcher is a Supervisor that pushes what happens to an endpoint (Herdr's
+// event stream), so that a waiter asks Alive when something happened
+// rather than on every tick.
+type Watcher interface {
+	// Watch sends on the channel when the endpoint's runner may have ended
+	// or its agent's reported state changed, and closes the channel when
+	// the stream ends (ctx ended, or the supervisor restarted or handed
+	// off). An error means nothing will be pushed: poll Alive instead.
+	Watch(ctx context.Context, e Endpoint) (<-chan struct{}, error)
+}
+
+// EndpointWatch tells a waiter when to ask a supervisor whether an
+// endpoint's runner is alive: on every tick when the supervisor cannot push
+// changes, else only after it pushed one or its stream ended. A stream that
+// ends is opened again, and the next Due asks Alive, since changes may have
+// been missed in between; when it cannot be opened again the watch polls
+// from then on. A lost stream thus costs a waiter one check, never a hang.
+// A nil *EndpointWatch polls.
+type EndpointWatch struct {
+	ctx     context.Context
+	watcher Watcher // nil while polling
+	e       Endpoint
+	pushed  <-chan struct{}
+	stale   bool // something may have changed since Due last said so
+}
+
+// WatchEndpoint starts watching e under sup until ctx ends. The first Due
+// is always true.
+func WatchEndpoint(ctx context.Context, sup Supervisor, e Endpoint) *EndpointWatch {
+	w := &EndpointWatch{ctx: ctx, e: e, stale: true}
+	if watcher, ok := sup.(Watcher); ok {
+		w.watcher = watcher
+		w.open()
+	}
+	return w
+}
+
+func (w *EndpointWatch) open() {
+	ch, err := w.watcher.Watch(w.ctx, w.e)
+	if err != nil {
+		w.watcher, w.pushed = nil, nil
+		return
+	}
+	w.pushed = ch
+}
+
+// Pushed is the channel a waiter selects on beside its tick: it receives
+// when the supervisor pushed a change (a nil channel while polling, which
+// never receives). Hand what it received to Note.
+func (w *EndpointWatch) Pushed() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.pushed
+}
+
+// Note records what Pushed gave: a change, or (ok false) the end of the
+// stream, which it opens again.
+func (w *EndpointWatch) Note(ok bool) {
+	w.stale = true
+	if !ok {
+		w.open()
+	}
+}
+
+// Polling reports whether the watch polls (it has no stream).
+func (w *EndpointWatch) Polling() bool { return w == nil || w.watcher == nil }
+
+// Due reports whether the waiter must ask Alive now: always while polling,
+// else when something was pushed or the stream was opened again since Due
+// last said so.
+func (w *EndpointWatch) Due() bool {
+	if w.Polling() {
+		return true
+	}
+	due := w.stale
+	w.stale = false
+	return due
+}

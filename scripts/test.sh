@@ -20,6 +20,17 @@ if command -v npm >/dev/null; then
 	export AGENTFS_SDK_MODULES="${XDG_CACHE_HOME:-$HOME/.cache}/git-lease/agentfs-sdk-0.6.4/node_modules"
 	[ -d "$AGENTFS_SDK_MODULES/agentfs-sdk" ] ||
 		npm install --no-audit --no-fund --prefix "$(dirname "$AGENTFS_SDK_MODULES")" agentfs-sdk@0.6.4
+	# Claude Code and Codex, at the versions README's agents table names,
+	# for the tests that run their presets for real
+	# (TestSandboxRealAgentCompletesATurn runs a turn of each in a lease);
+	# they skip without them. Installed under the home, as npm -g with a
+	# user prefix would, so a lease binds only their packages. Claude
+	# Code's postinstall puts its native binary in place (npm 11 warns of
+	# install scripts a global install does not list).
+	agents="${XDG_CACHE_HOME:-$HOME/.cache}/git-lease/agents-claude-code-2.1.197-codex-0.171.0"
+	[ -x "$agents/bin/claude" ] && [ -x "$agents/bin/codex" ] ||
+		npm install -g --no-audit --no-fund --allow-scripts=@anthropic-ai/claude-code --prefix "$agents" @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+	export REAL_AGENTS_BIN="$agents/bin"
 fi
 # The tests run under scripts/leftovers, a child subreaper: any process
 # they started (a runner, a sandbox, a stand-in) that outlives them fails

@@ -25,8 +25,9 @@ not run. --only PATH… promotes just those changes as a new, verified commit,
 recorded with its own manifest; it also takes the part of a quarantined result
 that no finding names. A result whose findings policy lets wait for you
 (result.accept_at_apply: protected paths) needs --accept, recorded in the log.
---message commits the result's tree again, by you, with your message (and a
-Lease-ID trailer); so does apply of a result collected where git had no
+Without --message, the commit that lands is the result's, whose message is the
+lease's mission and the result's summary. --message commits the result's tree
+again, by you, with your message (and a Lease-ID trailer); so does apply of a result collected where git had no
 identity, with the result's message. Apply refuses to make a commit while git
 has no identity (git config user.name and user.email).
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/git-lease/git-lease/gitlease"
+	"github.com/git-lease/git-lease/gitlease/policy"
 )
 
 func policyCommand() *cli.Command {
@@ -39,14 +39,14 @@ Example:
 			if err != nil {
 				return err
 			}
-			eff, err := gitlease.LoadPolicy(repo, base)
+			eff, err := policy.Load(repo, base)
 			if err != nil {
 				return err
 			}
-			path, _ := gitlease.TrustedPolicyPath(repo)
+			path, _ := policy.TrustedPath(repo)
 			if c.Bool("json") {
 				return printJSON(os.Stdout, struct {
-					*gitlease.Effective
+					*policy.Effective
 					TrustedFile string `json:"trusted_file"`
 					Digest      string `json:"digest"`
 				}{eff, path, eff.Digest()})
@@ -59,13 +59,13 @@ Example:
 // printPolicy prints the trusted file's path, then one line per setting:
 // key, source, value; each declared cache's paths and warm-up command too
 // (a [caches.NAME] table is no key of its own).
-func printPolicy(eff *gitlease.Effective, trustedPath string) error {
+func printPolicy(eff *policy.Effective, trustedPath string) error {
 	b, _ := json.Marshal(eff.Policy)
 	var tree map[string]any
 	json.Unmarshal(b, &tree)
 	fmt.Printf("trusted policy file: %s\n", trustedPath)
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	for _, key := range gitlease.PolicyKeys() {
+	for _, key := range policy.Keys() {
 		var v any = tree
 		for _, part := range strings.Split(key, ".") {
 			v = v.(map[string]any)[part]

@@ -328,11 +328,27 @@ func TestHerdrLiveHandoffKeepsTheLeaseRunning(t *testing.T) {
 	socket, requests := herdrServer(t)
 	id := startDetached(t, dir, "--supervisor", "herdr", "--", "sh", "-c", `echo work > w.txt; sleep 3`)
 	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
+	// A wait that is watching the pane's event stream when the handoff
+	// drops it subscribes again and still sees the lease to its end.
+	waited := make(chan error, 1)
+	go func() {
+		out, err := runLease(t, dir, nil, "wait", "--timeout", "30s", id)
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out)
+		}
+		waited <- err
+	}()
+	waitFor(t, "the wait to subscribe", func() bool {
+		b, _ := os.ReadFile(requests)
+		return strings.Count(string(b), "events.subscribe") >= 2 // start's, then the wait's
+	})
 	standinCall(t, socket, "standin.handoff")
 	if out := mustRun(t, dir, "reconcile"); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("reconcile touched a lease that a live handoff kept running:\n%s", out)
 	}
-	mustRun(t, dir, "wait", "--timeout", "30s", id)
+	if err := <-waited; err != nil {
+		t.Fatalf("wait across a live handoff: %v", err)
+	}
 	l := record(t, dir, id)
 	if l.State != gitlease.Review {
 		t.Fatalf("after a live handoff the lease is %s %q, want review", l.State, l.Reason)

@@ -184,7 +184,6 @@ func TestServerRefusesRewritesDeletionsAndStrayNamesEvenWhenTheyVerify(t *testin
 	tm := newTeam(t)
 	p := plumber{t, tm.clone(t)}
 	logRef := "refs/leases/" + tm.id
-	before := tm.serverRefs(t)
 	e := p.entries(logRef)
 	tip := e[len(e)-1]
 	// The same entry, signed again by the honest key at another time: it
@@ -205,15 +204,7 @@ func TestServerRefusesRewritesDeletionsAndStrayNamesEvenWhenTheyVerify(t *testin
 		{"a log under a name that is not an ID", []string{tip + ":refs/leases/not-an-id"}, "refs/leases/not-an-id: not a lease log"},
 		{"a review branch without a log on the server", []string{"HEAD:refs/heads/lease/0123456789ab"}, "refs/heads/lease/0123456789ab: the server has no lease log"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			out, err := gitIn(p.dir, nil, "", append([]string{"push", "origin"}, c.push...)...)
-			if err == nil || !strings.Contains(out, "remote: git-lease: "+c.reason) {
-				t.Fatalf("push %s: %v\n%s", strings.Join(c.push, " "), err, out)
-			}
-			if after := tm.serverRefs(t); after != before {
-				t.Fatalf("the server's refs changed:\n%s\nwere:\n%s", after, before)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { tm.mustRefusePush(t, p.dir, c.push, c.reason) })
 	}
 	// The plain branch lease/<id>-edits is no review branch: it passes.
 	if out, err := gitIn(p.dir, nil, "", "push", "origin", "HEAD:refs/heads/lease/"+tm.id+"-edits"); err != nil {
@@ -230,4 +221,58 @@ func indexOfSubject(p plumber, entries []string, suffix string) int {
 	}
 	p.t.Fatalf("no log entry %q", suffix)
 	return -1
+}
+
+// The refs shared beside the logs (result notes, the revocation log, gate
+// records) are checked by the server too: it takes what git-lease writes
+// and refuses forged, unsigned, rewritten or deleted ones.
+func TestServerChecksSharedNotesAndRevocations(t *testing.T) {
+	tm := newTeam(t)
+	p := plumber{t, tm.clone(t)}
+	// An honest revocation travels.
+	mustRun(t, p.dir, "revoke", "--reason", "rotating keys")
+	if out, err := runLease(t, p.dir, nil, "push"); err != nil {
+		t.Fatalf("pushing a revocation: %v\n%s", err, out)
+	}
+	notes := p.git(nil, "", "rev-parse", "refs/notes/leases")
+	revocations := p.git(nil, "", "rev-parse", "refs/lease-revocations/log")
+	result := p.git(nil, "", "rev-parse", "refs/heads/lease/"+tm.id)
+	main := p.git(nil, "", "rev-parse", "main")
+	receipt := p.git(nil, "", "notes", "--ref", "leases", "show", result)
+	for _, c := range []struct {
+		name   string
+		push   []string
+		reason string
+	}{
+		{"a note that is no receipt", []string{p.commit(p.treeWith(notes, main, "looks good to me\n"), notes, "forged note\n", tm.key) + ":refs/notes/leases"},
+			"refs/notes/leases: note on " + main[:12] + ": "},
+		{"a receipt moved onto another commit", []string{p.commit(p.treeWith(notes, main, receipt+"\n"), notes, "moved note\n", tm.key) + ":refs/notes/leases"},
+			"refs/notes/leases: note on " + main[:12] + ": the receipt is not about the commit it annotates"},
+		{"an unsigned notes commit", []string{p.commit(p.treeWith(notes, main, receipt+"\n"), notes, "unsigned\n", "") + ":refs/notes/leases"},
+			"refs/notes/leases: commit "},
+		{"rewritten notes", []string{"--force", p.commit(p.git(nil, "", "rev-parse", notes+"^{tree}"), "", "rewritten\n", tm.key) + ":refs/notes/leases"},
+			"refs/notes/leases: "},
+		{"deleted notes", []string{":refs/notes/leases"}, "refs/notes/leases: deleting it is refused"},
+		{"a revocation that does not read", []string{p.commit(p.treeWith(revocations, "revocations.json", "{}"), revocations, "lifted\n", tm.key) + ":refs/lease-revocations/log"},
+			"refs/lease-revocations/log: commit "},
+		{"an unsigned lift", []string{p.commit(p.treeWith(revocations, "revocations.json", `{"version": 1, "revoked": []}`), revocations, "lifted\n", "") + ":refs/lease-revocations/log"},
+			"refs/lease-revocations/log: commit "},
+		{"a deleted revocation log", []string{":refs/lease-revocations/log"}, "refs/lease-revocations/log: deleting it is refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) { tm.mustRefusePush(t, p.dir, c.push, c.reason) })
+	}
+}
+
+// mustRefusePush pushes refspecs from dir to the team's server and fails
+// unless the server refuses them with reason and keeps its refs.
+func (tm *team) mustRefusePush(t *testing.T, dir string, push []string, reason string) {
+	t.Helper()
+	before := tm.serverRefs(t)
+	out, err := gitIn(dir, nil, "", append([]string{"push", "origin"}, push...)...)
+	if err == nil || !strings.Contains(out, "remote: git-lease: "+reason) {
+		t.Fatalf("push %s: %v\n%s", strings.Join(push, " "), err, out)
+	}
+	if after := tm.serverRefs(t); after != before {
+		t.Fatalf("the server's refs changed:\n%s\nwere:\n%s", after, before)
+	}
 }

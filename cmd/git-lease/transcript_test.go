@@ -67,6 +67,7 @@ func TestTranscripts(t *testing.T) {
 	ts.Commands["git-lease"] = cmdtest.Program(filepath.Join(binDir, "git-lease"))
 	ts.Commands["git"] = cmdtest.Program(lookPath(t, "git"))
 	ts.Commands["exists"] = existsCmd
+	ts.Commands["fixture"] = fixtureCmd
 	ts.Commands["crabbox-calls"] = crabboxCallsCmd
 	ts.Commands["crabbox-boxes"] = crabboxBoxesCmd
 	gitPath := lookPath(t, "git")

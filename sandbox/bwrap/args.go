@@ -177,12 +177,13 @@ func newSandboxView(spec sandbox.Spec, cmd sandbox.Command, served *Served) (*sa
 		}
 		v.files[name] = f
 	}
-	if spec.ProxySocket != "" {
-		// A copy of the binary (see copySelf), not a bind of its host
-		// path, which the sandbox's mount table would show.
+	if spec.Proxy != nil {
+		// A copy of the binary (see copySelf) and a socket the init made
+		// on its scratch tmpfs (see listenSocket), not binds of host paths,
+		// which the sandbox's mount table would show.
 		v.self = true
 		v.add("--ro-bind", path.Join(stageDir, stageSelf), selfInSandbox)
-		v.stageBind(spec.ProxySocket, socketInSandbox, true) // connecting needs a writable bind
+		v.add("--bind", path.Join(stageDir, stageScratch, proxySocket), socketInSandbox) // connecting needs a writable bind
 	}
 	// The root and /dev are bwrap's own unbounded tmpfs: read-only, so
 	// that nothing but /work and the scratch tmpfs (both bounded) can be

@@ -227,21 +227,15 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		view.stageMount(stageLease, func() (int, error) { return mountImage(imagePath(spec)) })
 	}
 	shared := &sharedFiles{names: view.shared, dir: -1}
-	if asRoot && spec.ProxySocket != "" {
-		// The sandbox's uid must reach the proxy's socket.
-		if err := os.Lchown(spec.ProxySocket, uid, gid); err != nil {
-			return nil, err
-		}
-	}
 	filter, err := seccompFilter(spec.SeccompAllow, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 	}
 	notify, _ := seccompFilter(spec.SeccompAllow, true, spec.RecordOpens) // the same program but for its answers
 	init := initSpec{
-		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Caches: spec.CachesDir != "",
+		Stages: view.stages, Mounts: asRoot, Served: p.Served != nil, Etc: view.etc, Files: view.files, Self: view.self, Scratch: scratchOptions(spec.Limits), Bwrap: bwrapPath, Caches: spec.CachesDir != "", Proxy: spec.Proxy != nil,
 		Seccomp: filter, Notify: notify,
-		Options: view.options, Command: gatedCommand(cmd.Argv, spec.ProxySocket != ""), Rlimits: lim.rlimits(),
+		Options: view.options, Command: gatedCommand(cmd.Argv, spec.Proxy != nil), Rlimits: lim.rlimits(),
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -347,7 +341,13 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 	}
-	docker, err := receiveDecoy(mountsHost)
+	docker, err := receiveSocket(mountsHost, "decoy socket")
+	proxy := -1
+	if err == nil && spec.Proxy != nil {
+		if proxy, err = receiveSocket(mountsHost, "proxy socket"); err == nil && proxy < 0 {
+			err = fmt.Errorf("%w: the sandbox could not make its network proxy's socket", sandbox.ErrUnavailable)
+		}
+	}
 	var rec *recorder
 	if err == nil {
 		rec, err = receiveListener(mountsHost)
@@ -359,13 +359,18 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		err = waitReady(ctx, readyR, proc)
 	}
 	if err != nil {
-		if docker >= 0 {
-			unix.Close(docker)
+		for _, fd := range []int{docker, proxy} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 		proc.Kill()
 		goW.Close()
 		proc.Wait()
 		return nil, err
+	}
+	if proxy >= 0 {
+		serveProxy(spec.Proxy, proxy)
 	}
 	rec.shared = view.shared
 	rec.enforce.Store(true) // from here on, only the agent makes refused calls

@@ -156,11 +156,16 @@ func agentSandboxPID(pid int) int {
 }
 
 // listenDecoy makes the decoy docker socket in the scratch tmpfs's
-// decoyRun, listening, which any user may connect to, or returns -1. The
-// init makes it, since only a uid of its user namespace may create a file
-// on its tmpfs, and hands it to the host (see sendDecoy).
+// decoyRun (see listenSocket).
 func listenDecoy() int {
-	path := filepath.Join(stageDir, stageScratch, decoyRun, dockerSocket)
+	return listenSocket(filepath.Join(stageDir, stageScratch, decoyRun, dockerSocket))
+}
+
+// listenSocket makes a Unix socket at path, on the scratch tmpfs,
+// listening, which any user may connect to, or returns -1. The init makes
+// it, since only a uid of its user namespace may create a file on its
+// tmpfs, and hands it to the host (see sendSocket).
+func listenSocket(path string) int {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1
@@ -272,9 +277,9 @@ func (w *decoyWatch) finish() {
 	<-w.done
 }
 
-// sendDecoy hands the host the decoy socket (or says there is none) on the
-// mounts socket, and closes it.
-func sendDecoy(sock, fd int) error {
+// sendSocket hands the host a listening socket (or says there is none) on
+// the mounts socket, and closes it.
+func sendSocket(sock, fd int) error {
 	if fd < 0 {
 		return unix.Sendmsg(sock, []byte{'n'}, nil, nil, 0)
 	}
@@ -282,24 +287,25 @@ func sendDecoy(sock, fd int) error {
 	return unix.Sendmsg(sock, []byte{'d'}, unix.UnixRights(fd), nil, 0)
 }
 
-// receiveDecoy is the host's side of sendDecoy: the decoy socket, or -1.
-func receiveDecoy(sock *os.File) (int, error) {
+// receiveSocket is the host's side of sendSocket: the socket, or -1. what
+// names it in errors.
+func receiveSocket(sock *os.File, what string) (int, error) {
 	b := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), b, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
-		return -1, fmt.Errorf("the sandbox's init did not report its decoy socket (%v)", err)
+		return -1, fmt.Errorf("the sandbox's init did not report its %s (%v)", what, err)
 	}
 	if b[0] != 'd' {
 		return -1, nil
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return -1, fmt.Errorf("receive the decoy socket: %d messages, %v", len(msgs), err)
+		return -1, fmt.Errorf("receive the %s: %d messages, %v", what, len(msgs), err)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
-		return -1, fmt.Errorf("receive the decoy socket: %d descriptors, %v", len(fds), err)
+		return -1, fmt.Errorf("receive the %s: %d descriptors, %v", what, len(fds), err)
 	}
 	return fds[0], nil
 }

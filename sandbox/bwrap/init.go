@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -23,8 +24,8 @@ const InitArg = "__sandbox-init"
 // The init's descriptors, as the host hands them over: the spec, the
 // gate's ready and go pipes (which cross into the sandbox, to its PID 1),
 // and the socket on which the host sends the stages' mounts (root only)
-// and the init returns the decoy docker socket and its seccomp filter's
-// listener.
+// and the init returns the decoy docker socket, the network proxy's socket
+// (with a network) and its seccomp filter's listener.
 const (
 	fdSpec   = 3
 	fdReady  = 4
@@ -43,6 +44,7 @@ type initSpec struct {
 	Files   map[string]sandboxFile
 	Self    bool // copy the binary (fdSelf) to the staging tmpfs (see copySelf)
 	Caches  bool // mount the cache overlay (see mountCaches)
+	Proxy   bool // make the network proxy's socket and hand it to the host
 	Bwrap   string
 	Options []string // bwrap's options, passed on a pipe so that no process shows them
 	Command []string // what bwrap runs: the gate, then the agent
@@ -103,8 +105,13 @@ func initSandbox() error {
 	}
 	bwrapArgs := []string{"bwrap", "--args", fmt.Sprint(argsFD)}
 	keep := []int{fdReady, fdGo, argsFD}
-	if err := sendDecoy(fdMounts, listenDecoy()); err != nil {
+	if err := sendSocket(fdMounts, listenDecoy()); err != nil {
 		return fmt.Errorf("hand over the decoy socket: %w", err)
+	}
+	if spec.Proxy {
+		if err := sendSocket(fdMounts, listenSocket(filepath.Join(stageDir, stageScratch, proxySocket))); err != nil {
+			return fmt.Errorf("hand over the proxy socket: %w", err)
+		}
 	}
 	listener, notifyErr := installRecorded(spec.Notify)
 	if err := sendListener(fdMounts, listener, notifyErr); err != nil {

@@ -41,7 +41,7 @@ type limiter struct {
 
 func newLimiter(spec sandbox.Spec, d dirs) *limiter {
 	threads := int64(3) // bwrap, its reaper and the gate shell
-	if spec.ProxySocket != "" {
+	if spec.Proxy != nil {
 		threads += forwarderThreads
 	}
 	return &limiter{limits: spec.Limits, uppers: []string{d.upper, d.cache}, disk: d.disk, cg: newCgroup(spec.ID, spec.Limits), threads: threads, scratch: -1}

@@ -13,12 +13,27 @@ import (
 
 // The lease's network as the agent sees it: the git-lease binary and the
 // proxy's socket bound in, and the forwarder on the sandbox's own loopback
-// (bwrap's network namespace has nothing else).
+// (bwrap's network namespace has nothing else). The socket is made by the
+// sandbox's init, as proxySocket on its scratch tmpfs, and served by the
+// host through the listening descriptor the init hands it.
 const (
 	selfInSandbox   = "/run/lease/git-lease"
 	socketInSandbox = "/run/lease/proxy.sock"
+	proxySocket     = "proxy.sock"
 	forwardAddr     = "127.0.0.1:3128"
 )
+
+// serveProxy serves the lease's proxy on the listening socket fd, which
+// it takes, until the proxy is closed.
+func serveProxy(p sandbox.Proxy, fd int) {
+	f := os.NewFile(uintptr(fd), "proxy.sock")
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return // the forwarder's connections fail, and the proxy records none
+	}
+	go p.Serve(l)
+}
 
 // ForwardArg is the hidden first argument with which git-lease runs as the
 // sandbox's network forwarder: git-lease __netfwd ADDR SOCKET.
@@ -64,7 +79,7 @@ const forwarderScript = `fwd=$(` + selfInSandbox + ` ` + ForwardArg + ` ` + forw
 // networkEnv is what the agent's environment adds for a network: the proxy
 // variables that point its HTTP clients at the forwarder.
 func networkEnv(spec sandbox.Spec) []string {
-	if spec.ProxySocket == "" {
+	if spec.Proxy == nil {
 		return nil
 	}
 	return netproxy.ProxyEnv(forwardAddr)

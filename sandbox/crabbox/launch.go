@@ -43,7 +43,7 @@ import (
 // Limits.OutputBytes. Wall time and output are bounded on the host (a host
 // bound kills crabbox; the box's command is then stopped by Discard); every
 // other bound, and the box's network, is the Crabbox provider's
-// (spec.ProxySocket is not carried: git-lease's allowlist does not reach a
+// (spec.Proxy is not carried: git-lease's allowlist does not reach a
 // box). It fails with ErrNoBox before Create, and with
 // sandbox.ErrUnavailable when the box is not there and ready (`crabbox
 // status --wait`).

@@ -119,6 +119,7 @@ var methods = map[string]method{
 	"agent.wait":         {result: "agent_info", reread: true},
 	"pane.close":         {result: "ok"},
 	"pane.focus":         {result: "ok"}, // only through Attach
+	"events.subscribe":   {result: "subscription_started"},
 }
 
 // noFocus is the focus parameter of every create: it can only say false.
@@ -174,8 +175,21 @@ func (c *Client) send(ctx context.Context, budget time.Duration, name string, pa
 // roundTrip writes one request line on a new connection and reads one
 // answer line.
 func (c *Client) roundTrip(ctx context.Context, name, result string, params, out any) error {
+	conn, err := c.open(ctx, name, result, params, out)
+	if conn != nil {
+		conn.Close()
+	}
+	return err
+}
+
+// open writes one request line on a new connection and reads and decodes
+// the first answer line. Only ctx bounds the I/O. The connection is
+// returned open when the answer was read, for a caller that reads on (an
+// event stream); close it. A server may send at most maxResponse bytes in
+// all on it.
+func (c *Client) open(ctx context.Context, name, result string, params, out any) (*stream, error) {
 	if c.Socket == "" {
-		return fmt.Errorf("herdr %s: no socket: use herdr.Locate to find it", name)
+		return nil, fmt.Errorf("herdr %s: no socket: use herdr.Locate to find it", name)
 	}
 	id := fmt.Sprintf("git-lease:%d", requestSeq.Add(1))
 	line, err := json.Marshal(struct {
@@ -184,33 +198,45 @@ func (c *Client) roundTrip(ctx context.Context, name, result string, params, out
 		Params any    `json:"params"`
 	}{id, name, params})
 	if err != nil {
-		return fmt.Errorf("herdr %s: encode request: %w", name, err)
+		return nil, fmt.Errorf("herdr %s: encode request: %w", name, err)
 	}
 	if len(line)+1 > maxRequest {
-		return fmt.Errorf("herdr %s: request is %d bytes; herdr accepts at most 1 MiB: send less", name, len(line)+1)
+		return nil, fmt.Errorf("herdr %s: request is %d bytes; herdr accepts at most 1 MiB: send less", name, len(line)+1)
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Socket)
 	if err != nil {
 		if expired(ctx, err) {
-			return c.late(ctx, name)
+			return nil, c.late(ctx, name)
 		}
-		return fmt.Errorf("%w at %s: is herdr running? start it, or point %s at its socket (%v)", ErrUnreachable, c.Socket, EnvSocketPath, err)
+		return nil, fmt.Errorf("%w at %s: is herdr running? start it, or point %s at its socket (%v)", ErrUnreachable, c.Socket, EnvSocketPath, err)
 	}
-	defer conn.Close()
 	// Only ctx ends the I/O, so that an I/O error tells a lost answer from a
 	// late one.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-
+	s := &stream{conn: conn, lines: bufio.NewReader(io.LimitReader(conn, maxResponse))}
+	s.stop = context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	if _, err := conn.Write(append(line, '\n')); err != nil {
-		return c.lost(ctx, name, err)
+		s.Close()
+		return nil, c.lost(ctx, name, err)
 	}
-	answer, err := bufio.NewReader(io.LimitReader(conn, maxResponse)).ReadBytes('\n')
+	answer, err := s.lines.ReadBytes('\n')
 	if err != nil {
-		return c.lost(ctx, name, err)
+		s.Close()
+		return nil, c.lost(ctx, name, err)
 	}
-	return decode(name, id, result, answer, out)
+	return s, decode(name, id, result, answer, out)
+}
+
+// stream is a connection that open answered on.
+type stream struct {
+	conn  net.Conn
+	lines *bufio.Reader
+	stop  func() bool
+}
+
+func (s *stream) Close() error {
+	s.stop()
+	return s.conn.Close()
 }
 
 // lost explains an I/O failure after the connection was open.

@@ -56,6 +56,7 @@ func (s *server) reportAgent(_ context.Context, params json.RawMessage) (result,
 	pn.agent, pn.state = agent, p.State
 	if pn.status() != before {
 		pn.seq++
+		s.statusChanged(pn)
 	}
 	pn.revision++
 	return result{"type": "ok"}, nil
@@ -84,6 +85,7 @@ func (s *server) releaseAgent(_ context.Context, params json.RawMessage) (result
 		pn.agent, pn.state, pn.seen = "", "unknown", true
 		pn.seq++
 		pn.revision++
+		s.statusChanged(pn)
 	}
 	return result{"type": "ok"}, nil
 }

@@ -4,7 +4,7 @@
 // framing and error shape and the methods git-lease calls, with Herdr's
 // result shapes, and runs pane commands as real processes.
 //
-//	herdr-standin [-socket PATH] [-log FILE] [-protocol N] [-version V] [-live-handoff=B]
+//	herdr-standin [-socket PATH] [-log FILE] [-protocol N] [-version V] [-live-handoff=B] [-events=B]
 //	herdr-standin -call METHOD [-socket PATH]
 //
 //	-socket        Unix socket to listen on (default $HERDR_SOCKET_PATH)
@@ -15,6 +15,8 @@
 //	-version       the version ping reports (default 0.8.2)
 //	-live-handoff  ping's capabilities.live_handoff (default true, as Herdr on
 //	               Unix)
+//	-events        answer events.subscribe (default true, as Herdr does);
+//	               false answers it as an unknown method
 //	-call          be a client instead: send METHOD (such as standin.restart)
 //	               with no parameters to the server at -socket, print its
 //	               answer and exit, 1 on an error answer (for scripts)
@@ -28,7 +30,9 @@
 // Methods: ping, workspace.create, workspace.list, pane.split, layout.apply
 // (one pane, no splits), pane.get, pane.list, pane.read, pane.send_input,
 // pane.send_text, pane.send_keys (keys enter and ctrl+c only),
-// pane.report_agent, pane.release_agent, agent.wait, pane.close. A pane
+// pane.report_agent, pane.release_agent, agent.wait, pane.close, and
+// events.subscribe for pane.exited, pane.closed and pane.agent_status_changed
+// (events.go says how it streams). A pane
 // made by layout.apply runs its argv; a shell pane (workspace.create,
 // pane.split) runs each line typed into it with `sh -c`, in the pane's cwd
 // with the pane's env. As in Herdr, a pane whose argv process exits is
@@ -87,6 +91,7 @@ func main() {
 	protocol := flag.Int("protocol", 20, "protocol number ping reports")
 	version := flag.String("version", "0.8.2", "version ping reports")
 	handoff := flag.Bool("live-handoff", true, "ping's capabilities.live_handoff")
+	events := flag.Bool("events", true, "answer events.subscribe")
 	call := flag.String("call", "", "send this method to the server at -socket and print its answer")
 	flag.Parse()
 	if *socket == "" {
@@ -97,7 +102,7 @@ func main() {
 		return
 	}
 	s := newServer(*socket, *protocol)
-	s.version, s.liveHandoff = *version, *handoff
+	s.version, s.liveHandoff, s.events = *version, *handoff, *events
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -223,6 +228,10 @@ func (s *server) serve(conn net.Conn) {
 		cancel()
 	}()
 
+	if req.Method == "events.subscribe" && s.events && !drop {
+		s.subscribe(ctx, conn, req)
+		return
+	}
 	res, apiErr := s.handle(ctx, req)
 	if drop {
 		return

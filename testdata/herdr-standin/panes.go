@@ -251,6 +251,7 @@ func (s *server) paneClose(_ context.Context, params json.RawMessage) (result, *
 	if err != nil {
 		return nil, err
 	}
+	s.emitPane("pane.closed", pn)
 	s.remove(pn)
 	return result{"type": "ok"}, nil
 }
@@ -269,6 +270,7 @@ func (s *server) paneFocus(_ context.Context, params json.RawMessage) (result, *
 		return nil, err
 	}
 	pn.seen = true
+	s.statusChanged(pn)
 	return result{"type": "ok"}, nil
 }
 
@@ -285,6 +287,7 @@ func (s *server) restart(context.Context, json.RawMessage) (result, *apiError) {
 		p.seq++
 		p.revision++
 	}
+	s.endStreams()
 	return result{"type": "ok"}, nil
 }
 
@@ -297,6 +300,7 @@ func (s *server) handoff(context.Context, json.RawMessage) (result, *apiError) {
 		p.terminalID = s.newTerminalID()
 		p.revision++
 	}
+	s.endStreams()
 	return result{"type": "ok"}, nil
 }
 
@@ -306,4 +310,5 @@ func (s *server) shutdown() {
 	for _, p := range s.panes {
 		p.stop()
 	}
+	s.endStreams()
 }

@@ -66,6 +66,7 @@ func (s *server) exited(p *pane, r *run) {
 	}
 	p.run = nil
 	if p.argv != nil && s.panes[p.id] == p {
+		s.emitPane("pane.exited", p)
 		s.remove(p)
 	}
 }

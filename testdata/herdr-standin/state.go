@@ -16,13 +16,15 @@ type server struct {
 	liveHandoff bool
 	log         *os.File
 
-	mu         sync.Mutex
-	workspaces []*workspace
-	panes      map[string]*pane
-	workspaceN int
-	terminalN  uint64
-	dropIn     int
-	delay      time.Duration
+	mu          sync.Mutex
+	workspaces  []*workspace
+	panes       map[string]*pane
+	workspaceN  int
+	terminalN   uint64
+	dropIn      int
+	delay       time.Duration
+	events      bool // answer events.subscribe (see events.go)
+	subscribers map[*subscriber]bool
 }
 
 type workspace struct {
@@ -58,7 +60,7 @@ type pane struct {
 }
 
 func newServer(socket string, protocol int) *server {
-	return &server{socket: socket, protocol: protocol, panes: map[string]*pane{}}
+	return &server{socket: socket, protocol: protocol, panes: map[string]*pane{}, subscribers: map[*subscriber]bool{}}
 }
 
 func (s *server) newTerminalID() string {

@@ -1,4 +1,4 @@
-package gitlease
+package policy
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package gitlease
+package policy
 
 import (
 	"errors"
@@ -36,11 +36,11 @@ func (e *Effective) validateAccess() error {
 		if !envName.MatchString(name) {
 			return fmt.Errorf("credential_files.%s (trusted policy): a credential is named like an environment variable (letters, digits, _)", name)
 		}
-		if !filepath.IsAbs(expandHome(path)) {
+		if !filepath.IsAbs(ExpandHome(path)) {
 			return fmt.Errorf("credential_files.%s = %q (trusted policy): use an absolute path or ~/…", name, path)
 		}
 	}
-	for _, p := range presets(e.Policy) {
+	for _, p := range Presets(e.Policy) {
 		if err := p.validate(); err != nil {
 			return fmt.Errorf("agent preset %s (%s): %w", p.Name, p.Source, err)
 		}
@@ -49,7 +49,7 @@ func (e *Effective) validateAccess() error {
 }
 
 // validate checks a preset's own settings.
-func (p namedPreset) validate() error {
+func (p NamedPreset) validate() error {
 	switch {
 	case !agentName().MatchString(p.Name):
 		return errors.New("name it with lowercase letters, digits and '-', starting with a letter")
@@ -81,7 +81,7 @@ func (p namedPreset) validate() error {
 			return fmt.Errorf("base_url = %q: give the model server's address, as http://host:port", p.BaseURL)
 		}
 	}
-	for _, rel := range p.homePaths() {
+	for _, rel := range p.HomePaths() {
 		if !inHome(rel) {
 			return fmt.Errorf("home_files: %q is not a path inside the home (relative, clean, without ..)", rel)
 		}
@@ -122,11 +122,11 @@ func uncovered(asked, trusted []string) (string, error) {
 	return "", nil
 }
 
-// leaseAllowlist is the allowlist the lease's proxy enforces: the lease's
+// LeaseAllowlist is the allowlist the lease's proxy enforces: the lease's
 // destinations as the trusted allowlist admits them, so that a name
 // admitted only through a wildcard may not resolve to a private address
 // even when a .lease.toml or --net lists it by name.
-func (e *Effective) leaseAllowlist() (netproxy.Allowlist, error) {
+func (e *Effective) LeaseAllowlist() (netproxy.Allowlist, error) {
 	t, err := parseAllowlist(e.trustedAllow)
 	if err != nil {
 		return nil, err
@@ -136,4 +136,22 @@ func (e *Effective) leaseAllowlist() (netproxy.Allowlist, error) {
 		return nil, err
 	}
 	return t.Narrow(r)
+}
+
+// SelectNetwork narrows the lease's allowlist to the destinations asked
+// for with --net, each of which the policy must allow.
+func (e *Effective) SelectNetwork(asked []string) error {
+	if len(asked) == 0 {
+		return nil
+	}
+	a, err := uncovered(asked, e.Network.Allow)
+	if err != nil {
+		return fmt.Errorf("--net: %w", err)
+	}
+	if a != "" {
+		return fmt.Errorf("--net %s: not in the lease's network allowlist %q (%s): add it to [network] allow in your trusted policy", a, e.Network.Allow, e.Sources["network.allow"])
+	}
+	e.Network.Allow = union(nil, asked)
+	e.Sources["network.allow"] = "--net"
+	return nil
 }

@@ -1,18 +1,14 @@
-package gitlease
+package policy
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-
-	"github.com/git-lease/git-lease/sandbox"
 )
 
 // AgentPreset is how to run one coding agent in a lease: set in trusted
@@ -46,8 +42,8 @@ type AgentPreset struct {
 	BaseURL string `toml:"base_url" json:"base_url,omitempty"`
 }
 
-// namedPreset is a preset with its name and where it came from.
-type namedPreset struct {
+// NamedPreset is a preset with its name and where it came from.
+type NamedPreset struct {
 	Name   string
 	Source string // "built-in" or SourceTrusted
 	AgentPreset
@@ -74,7 +70,14 @@ func builtinPresets() map[string]AgentPreset {
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			// IS_SANDBOX lets bypassPermissions run where the sandbox's
 			// user is root (Claude Code refuses it to root otherwise).
-			Env:        map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			Env: map[string]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			// Choosing its default tips runs "ps aux" to find IDEs, and
+			// procps's ps opens every process's /proc/N/environ (an
+			// escape-attempt finding in a lease); a tip list of its own
+			// that excludes the defaults skips that.
+			HomeFiles: map[string]string{
+				".claude/settings.json": `{"spinnerTipsOverride":{"excludeDefault":true,"tips":["This session runs in a git lease."]}}` + "\n",
+			},
 			HerdrAgent: "claude",
 		},
 		"codex": {
@@ -131,12 +134,12 @@ func builtinPresets() map[string]AgentPreset {
 	}
 }
 
-// presets are the built-in presets with trusted policy's on top, by name.
-func presets(p Policy) []namedPreset {
-	var out []namedPreset
+// Presets are the built-in presets with trusted policy's on top, by name.
+func Presets(p Policy) []NamedPreset {
+	var out []NamedPreset
 	for name, preset := range builtinPresets() {
 		if _, ok := p.Agents[name]; !ok {
-			out = append(out, namedPreset{name, "built-in", preset})
+			out = append(out, NamedPreset{name, "built-in", preset})
 		}
 	}
 	builtin := builtinPresets()
@@ -144,7 +147,7 @@ func presets(p Policy) []namedPreset {
 		if b, ok := builtin[name]; ok && len(preset.Command) == 0 {
 			preset = overBuiltin(b, preset)
 		}
-		out = append(out, namedPreset{name, SourceTrusted, preset})
+		out = append(out, NamedPreset{name, SourceTrusted, preset})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -211,8 +214,18 @@ func (p AgentPreset) withBaseURL() (AgentPreset, error) {
 	return p, nil
 }
 
+// Preset is the preset named name, or an error that lists the known ones.
+func Preset(p Policy, name string) (NamedPreset, error) {
+	all := Presets(p)
+	i := slices.IndexFunc(all, func(p NamedPreset) bool { return p.Name == name })
+	if i < 0 {
+		return NamedPreset{}, fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
+	}
+	return all[i], nil
+}
+
 // presetNames lists the presets' names.
-func presetNames(all []namedPreset) string {
+func presetNames(all []NamedPreset) string {
 	var names []string
 	for _, p := range all {
 		names = append(names, p.Name)
@@ -227,13 +240,10 @@ func (e *Effective) addAgent(name string) error {
 	if name == "" {
 		return nil
 	}
-	all := presets(e.Policy)
-	i := slices.IndexFunc(all, func(p namedPreset) bool { return p.Name == name })
-	if i < 0 {
-		return fmt.Errorf("no agent preset named %q (known: %s): define [agents.%s] in trusted policy", name, presetNames(all), name)
+	p, err := Preset(e.Policy, name)
+	if err != nil {
+		return err
 	}
-	p := all[i]
-	var err error
 	if p.AgentPreset, err = p.withBaseURL(); err != nil {
 		return fmt.Errorf("agent preset %s: %w", name, err)
 	}
@@ -256,16 +266,20 @@ func (e *Effective) addAgent(name string) error {
 	return nil
 }
 
-// takesPrompt reports whether the preset's command has a {prompt}: the
-// agent gets its prompt there, not on its standard input.
-func (p *namedPreset) takesPrompt() bool { return hasPromptVar(p.Command) }
+// Agent is the preset the policy was loaded for, or nil.
+func (e *Effective) Agent() *NamedPreset { return e.agent }
 
-func hasPromptVar(argv []string) bool {
+// TakesPrompt reports whether the preset's command has a {prompt}: the
+// agent gets its prompt there, not on its standard input.
+func (p *NamedPreset) TakesPrompt() bool { return HasPromptVar(p.Command) }
+
+// HasPromptVar reports whether a command has a {prompt} to fill.
+func HasPromptVar(argv []string) bool {
 	return slices.ContainsFunc(argv, func(arg string) bool { return strings.Contains(arg, promptVar) })
 }
 
-// withPrompt is a preset's command with the prompt put in.
-func withPrompt(argv []string, prompt string) []string {
+// WithPrompt is a preset's command with the prompt put in.
+func WithPrompt(argv []string, prompt string) []string {
 	out := make([]string, len(argv))
 	for i, arg := range argv {
 		out[i] = strings.ReplaceAll(arg, promptVar, prompt)
@@ -273,55 +287,24 @@ func withPrompt(argv []string, prompt string) []string {
 	return out
 }
 
-// promptInCommand reports whether the lease's agent gets its prompt in its
-// command (its preset's {prompt}) rather than on its standard input.
-func (x *Execution) promptInCommand() bool {
-	return x.Lease.AgentPreset != "" && hasPromptVar(x.Lease.Command)
-}
-
-// env is the preset's fixed environment, sorted.
-func (p *namedPreset) env() []string {
+// Environ is the preset's fixed environment, sorted.
+func (p *NamedPreset) Environ() []string {
 	var out []string
-	for _, k := range p.envNames() {
+	for _, k := range p.EnvNames() {
 		out = append(out, k+"="+p.Env[k])
 	}
 	return out
 }
 
-// envNames are the names of the preset's environment, sorted: what the
+// EnvNames are the names of the preset's environment, sorted: what the
 // lease records of it.
-func (p *namedPreset) envNames() []string { return slices.Sorted(maps.Keys(p.Env)) }
+func (p *NamedPreset) EnvNames() []string { return slices.Sorted(maps.Keys(p.Env)) }
 
-// homePaths are the paths of the preset's home files, sorted.
-func (p *namedPreset) homePaths() []string { return slices.Sorted(maps.Keys(p.HomeFiles)) }
+// HomePaths are the paths of the preset's home files, sorted.
+func (p *NamedPreset) HomePaths() []string { return slices.Sorted(maps.Keys(p.HomeFiles)) }
 
 // inHome reports whether rel, a home file's path, names a file inside the
 // home: relative, clean and not climbing out.
 func inHome(rel string) bool {
 	return rel != "" && rel != "." && !path.IsAbs(rel) && path.Clean(rel) == rel && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// agentHome is the sandboxed agent's home (bwrap's; a Crabbox box gets no
-// host files but its prompt, so its agent finds no home files).
-const agentHome = "/home/agent"
-
-// homeBinds writes a preset's home files into the lease's run directory
-// and returns their read-only binds in the sandbox's home.
-func (x *Execution) homeBinds(files map[string]string) ([]sandbox.Bind, error) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	dir := filepath.Join(x.RunDir(), "home")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	var binds []sandbox.Bind
-	for i, rel := range slices.Sorted(maps.Keys(files)) {
-		host := filepath.Join(dir, strconv.Itoa(i))
-		if err := os.WriteFile(host, []byte(files[rel]), 0o600); err != nil {
-			return nil, err
-		}
-		binds = append(binds, sandbox.Bind{Host: host, Sandbox: path.Join(agentHome, rel)})
-	}
-	return binds, nil
 }

@@ -1,4 +1,4 @@
-package gitlease
+package policy
 
 import (
 	"bytes"
@@ -145,17 +145,20 @@ type ResultPolicy struct {
 // acceptableRules are the rules whose findings may wait for acceptance.
 var acceptableRules = []string{string(verify.RuleProtectedPath)}
 
-// DefaultPolicy is safe with no configuration at all: no network, no
+// defaultDisk bounds a lease's disk, and the copy back from a Crabbox box.
+const defaultDisk = 2 << 30
+
+// Default is safe with no configuration at all: no network, no
 // credentials, bounded resources.
-func DefaultPolicy() Policy {
+func Default() Policy {
 	return Policy{
 		Provider: "bwrap", ReadOnly: []string{}, Network: Network{Allow: []string{}}, Credentials: []string{}, Checks: []string{},
 		Limits: Limits{
 			Wall: Duration(30 * time.Minute), CPU: Duration(30 * time.Minute), Memory: 4 << 30,
-			Processes: 256, Disk: 2 << 30, Output: 8 << 20,
+			Processes: 256, Disk: defaultDisk, Output: 8 << 20,
 		},
 		Result: ResultPolicy{
-			MaxFiles: 10000, MaxBytes: 100 << 20, MaxBinaryFiles: 100, Symlinks: "inside",
+			MaxFiles: verify.DefaultMaxFiles, MaxBytes: verify.DefaultMaxBytes, MaxBinaryFiles: verify.DefaultMaxBinaryFiles, Symlinks: "inside",
 			Protected: slices.Clone(verify.DefaultProtected), AcceptAtApply: []string{},
 		},
 		Bases:   BasesPolicy{MaxAge: Duration(7 * 24 * time.Hour), MaxBytes: 20 << 30},
@@ -165,6 +168,15 @@ func DefaultPolicy() Policy {
 
 		// A layer costs a warm-up to make again: kept longer than a base.
 		CacheLayers: BasesPolicy{MaxAge: Duration(30 * 24 * time.Hour), MaxBytes: 20 << 30},
+	}
+}
+
+// VerifyPolicy is the result part of a lease's policy, for the verify package.
+func (p *Policy) VerifyPolicy() verify.Policy {
+	return verify.Policy{
+		MaxFiles: p.Result.MaxFiles, MaxBytes: int64(p.Result.MaxBytes), MaxBinaryFiles: p.Result.MaxBinaryFiles,
+		DenySymlinks: p.Result.Symlinks == "none", AllowSubmodules: p.Result.Submodules,
+		Protected: append([]string{}, p.Result.Protected...),
 	}
 }
 
@@ -181,7 +193,7 @@ type Effective struct {
 	// limits (see netproxy.Allowlist.Narrow).
 	trustedAllow []string
 	// agent is the preset the policy was loaded for, if any.
-	agent *namedPreset
+	agent *NamedPreset
 }
 
 // Where a setting came from.
@@ -200,15 +212,15 @@ func (e *Effective) Digest() string {
 // repoPolicyFile is the repository's request, read from the base commit.
 const repoPolicyFile = ".lease.toml"
 
-// TrustedPolicyPath is the user's policy file: the file named by git config
+// TrustedPath is the user's policy file: the file named by git config
 // lease.policy, else $XDG_CONFIG_HOME/git-lease/policy.toml. A file inside
 // the repository is refused: a commit must not choose its own policy.
-func TrustedPolicyPath(repo *refs.Repo) (string, error) {
+func TrustedPath(repo *refs.Repo) (string, error) {
 	path := repo.Config("lease.policy")
 	if path == "" {
-		return filepath.Join(configHome(), "git-lease", "policy.toml"), nil
+		return filepath.Join(ConfigHome(), "git-lease", "policy.toml"), nil
 	}
-	abs, err := filepath.Abs(expandHome(path))
+	abs, err := filepath.Abs(ExpandHome(path))
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +232,8 @@ func TrustedPolicyPath(repo *refs.Repo) (string, error) {
 	return abs, nil
 }
 
-func configHome() string {
+// ConfigHome is $XDG_CONFIG_HOME, else ~/.config.
+func ConfigHome() string {
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
 		return x
 	}
@@ -228,20 +241,20 @@ func configHome() string {
 	return filepath.Join(home, ".config")
 }
 
-// LoadPolicy computes the effective policy for a lease on base: defaults,
+// Load computes the effective policy for a lease on base: defaults,
 // then the trusted file (which may set anything), then the repository's
 // .lease.toml from base (which may only narrow). A zero base skips the
 // .lease.toml.
-func LoadPolicy(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
-	return loadPolicy(repo, base, "")
+func Load(repo *refs.Repo, base plumbing.Hash) (*Effective, error) {
+	return LoadForAgent(repo, base, "")
 }
 
-// loadPolicy is LoadPolicy for a lease that runs agent preset agent (when
+// LoadForAgent is Load for a lease that runs agent preset agent (when
 // not empty): the preset's read-only paths, destinations and credentials
 // join the trusted policy before the .lease.toml narrows it.
-func loadPolicy(repo *refs.Repo, base plumbing.Hash, agent string) (*Effective, error) {
-	eff := &Effective{Policy: DefaultPolicy(), Sources: map[string]string{}}
-	path, err := TrustedPolicyPath(repo)
+func LoadForAgent(repo *refs.Repo, base plumbing.Hash, agent string) (*Effective, error) {
+	eff := &Effective{Policy: Default(), Sources: map[string]string{}}
+	path, err := TrustedPath(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +294,8 @@ func loadPolicy(repo *refs.Repo, base plumbing.Hash, agent string) (*Effective, 
 	return eff, eff.validate()
 }
 
-// PolicyKeys are every setting, in the order git lease policy prints them.
-func PolicyKeys() []string { return slices.Clone(policyKeys) }
+// Keys are every setting, in the order git lease policy prints them.
+func Keys() []string { return slices.Clone(policyKeys) }
 
 // policyKeys are every setting, in the order git lease policy prints them.
 var policyKeys = []string{
