@@ -21,6 +21,7 @@ import (
 	"github.com/git-lease/git-lease/refs"
 	"github.com/git-lease/git-lease/sandbox"
 	"github.com/git-lease/git-lease/sandbox/bwrap"
+	"github.com/git-lease/git-lease/sandbox/process"
 )
 
 // Build and package caches: trusted policy declares them ([caches.NAME]),
@@ -89,6 +90,13 @@ func WarmCache(ctx context.Context, repo *refs.Repo, base plumbing.Hash, names [
 	if err := provider.Check(); err != nil {
 		return nil, err
 	}
+	left, err := removeWarmLeftovers(ctx, repo, false)
+	for _, line := range left {
+		fmt.Fprintf(out, "cache: %s\n", line)
+	}
+	if err != nil {
+		return nil, err
+	}
 	var warmed []CacheInfo
 	for _, name := range names {
 		c, ok := eff.Caches[name]
@@ -110,28 +118,104 @@ func WarmCache(ctx context.Context, repo *refs.Repo, base plumbing.Hash, names [
 	return warmed, nil
 }
 
-func warmOne(ctx context.Context, repo *refs.Repo, eff *policy.Effective, p bwrap.Provider, base, tree plumbing.Hash, name string, c policy.CachePolicy, out io.Writer) (bwrap.CacheLayer, error) {
+// A warm-up's sandbox is <caches>/.warm-<id>/sandbox. The directory
+// around it is the warm-up's own (not the sandbox uid's) and records the
+// process that runs it (process.RunnerFile) and the base tree it holds
+// (warmTree), so that gc and the next warm-up discard what a warm-up that
+// died left: its sandbox, its claim on a uid and on the base. It is made
+// and read under the caches lock, so that one being made is never taken
+// for one left.
+const (
+	warmPrefix = ".warm-"
+	warmTree   = "tree"
+)
+
+// warmSpec is the sandbox of warm-up id on tree: where it is and what it
+// holds, as Discard needs them.
+func warmSpec(repo *refs.Repo, id string, tree plumbing.Hash) sandbox.Spec {
+	return sandbox.Spec{
+		ID:        "warm-" + id,
+		Dir:       filepath.Join(cacheDir(repo), warmPrefix+id, "sandbox"),
+		BaseTree:  tree.String(),
+		BasesDir:  repo.LeaseDir("bases"),
+		CachesDir: cacheDir(repo), // the overlay, with no layer under it
+	}
+}
+
+// claimWarm makes the directory of a new warm-up on tree, recording this
+// process as its runner.
+func claimWarm(repo *refs.Repo, tree plumbing.Hash) (string, error) {
 	b := make([]byte, 6)
 	rand.Read(b)
 	id := hex.EncodeToString(b)
+	dir := filepath.Join(cacheDir(repo), warmPrefix+id)
+	return id, bwrap.WithCachesLock(cacheDir(repo), func() error {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, warmTree), []byte(tree.String()), 0o600); err != nil {
+			return err
+		}
+		return process.WriteRunner(dir, os.Getpid())
+	})
+}
+
+// removeWarmLeftovers discards the sandbox of every warm-up whose process
+// is gone (by its recorded PID and start time: a reused PID is not it)
+// and says so (with dryRun, would). One whose process runs is never
+// touched.
+func removeWarmLeftovers(ctx context.Context, repo *refs.Repo, dryRun bool) ([]string, error) {
+	var left []string
+	err := bwrap.WithCachesLock(cacheDir(repo), func() error {
+		dirs, err := filepath.Glob(filepath.Join(cacheDir(repo), warmPrefix+"*"))
+		for _, dir := range dirs {
+			if _, _, alive := process.Runner(dir); !alive {
+				left = append(left, dir)
+			}
+		}
+		return err
+	})
+	var done []string
+	for _, dir := range left {
+		id := strings.TrimPrefix(filepath.Base(dir), warmPrefix)
+		r, _, _ := process.Runner(dir)
+		what := fmt.Sprintf("the sandbox of warm-up %s, whose process %d is gone", id, r.PID)
+		if dryRun {
+			done = append(done, "would remove "+what)
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, warmTree))
+		// Discard takes the lock: it runs outside it.
+		tree := plumbing.NewHash(string(b))
+		if err := (bwrap.Provider{}).Discard(ctx, warmSpec(repo, id, tree)); err != nil {
+			return done, fmt.Errorf("warm-up %s: %w", id, err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return done, err
+		}
+		done = append(done, "removed "+what)
+	}
+	return done, err
+}
+
+func warmOne(ctx context.Context, repo *refs.Repo, eff *policy.Effective, p bwrap.Provider, base, tree plumbing.Hash, name string, c policy.CachePolicy, out io.Writer) (bwrap.CacheLayer, error) {
+	id, err := claimWarm(repo, tree)
+	if err != nil {
+		return bwrap.CacheLayer{}, err
+	}
+	spec := warmSpec(repo, id, tree)
+	defer os.RemoveAll(filepath.Dir(spec.Dir)) // after Discard, below
+	spec.ExportBase = func(dir string) error { return repo.ExportTree(tree, dir) }
+	spec.ExportLayer = func(from, dir string, marks sandbox.LayerMarks) error {
+		return repo.ExportLayer(plumbing.NewHash(from), tree, dir, marks)
+	}
+	spec.Distance = func(from string) (int, error) { return treeDistance(repo, plumbing.NewHash(from), tree) }
+	spec.ReadOnly = eff.ReadOnly
+	spec.SeccompAllow = eff.Bwrap.SeccompAllow
 	lim := eff.Limits
-	spec := sandbox.Spec{
-		ID:         "warm-" + id,
-		Dir:        filepath.Join(cacheDir(repo), ".warm-"+id),
-		BaseTree:   tree.String(),
-		BasesDir:   repo.LeaseDir("bases"),
-		CachesDir:  cacheDir(repo), // the overlay, with no layer under it
-		ExportBase: func(dir string) error { return repo.ExportTree(tree, dir) },
-		ExportLayer: func(from, dir string, marks sandbox.LayerMarks) error {
-			return repo.ExportLayer(plumbing.NewHash(from), tree, dir, marks)
-		},
-		Distance:     func(from string) (int, error) { return treeDistance(repo, plumbing.NewHash(from), tree) },
-		ReadOnly:     eff.ReadOnly,
-		SeccompAllow: eff.Bwrap.SeccompAllow,
-		Limits: sandbox.Limits{
-			Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
-			Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
-		},
+	spec.Limits = sandbox.Limits{
+		Wall: time.Duration(lim.Wall), CPU: time.Duration(lim.CPU), MemoryBytes: int64(lim.Memory),
+		Processes: lim.Processes, DiskBytes: int64(lim.Disk), OutputBytes: int64(lim.Output),
 	}
 	allow, err := eff.LeaseAllowlist()
 	if err != nil {
@@ -221,8 +305,20 @@ func RemoveCache(repo *refs.Repo, name string, dryRun bool) ([]string, error) {
 	return bwrap.RemoveCache(cacheDir(repo), name, dryRun)
 }
 
-// EvictCaches removes the cache layers that a newer warm-up or cache rm
-// replaced and that no lease uses any more, and says what each freed.
-func EvictCaches(repo *refs.Repo, dryRun bool) ([]string, error) {
-	return bwrap.RemoveUnusedCaches(cacheDir(repo), dryRun)
+// EvictCaches removes what warm-ups that died left, then the cache layers
+// that no lease uses: those a newer warm-up or cache rm replaced, then
+// those past the age and size cap of trusted policy's [cache_layers]
+// table; it says what each freed.
+func EvictCaches(ctx context.Context, repo *refs.Repo, dryRun bool) ([]string, error) {
+	eff, err := policy.LoadForAgent(repo, plumbing.ZeroHash, "")
+	if err != nil {
+		return nil, err
+	}
+	done, err := removeWarmLeftovers(ctx, repo, dryRun)
+	if err != nil {
+		return done, err
+	}
+	c := eff.CacheLayers
+	evicted, err := bwrap.EvictCaches(cacheDir(repo), time.Duration(c.MaxAge), int64(c.MaxBytes), time.Now(), dryRun)
+	return append(done, evicted...), err
 }

@@ -2,15 +2,16 @@ package refs
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
 )
 
 // ExportTree writes the files of tree into dir, which must exist and be
@@ -56,6 +57,13 @@ type exporter struct {
 	wg   sync.WaitGroup
 }
 
+// exportWriters is how many goroutines create the files. The walk hands
+// them the files of one directory after another, and creating files in
+// one directory is serialized by the kernel on that directory's lock:
+// past two writers they mostly wait there (four took 40-70% more CPU time
+// than two at 1k and 10k files, interleaved, on 2 cores under load).
+const exportWriters = 2
+
 type exportJob struct {
 	path    string
 	mode    filemode.FileMode
@@ -64,7 +72,7 @@ type exportJob struct {
 
 func (r *Repo) newExporter() *exporter {
 	e := &exporter{r: r, jobs: make(chan exportJob, 256), errs: make(chan error, 1)}
-	for i := 0; i < max(4, 2*runtime.NumCPU()); i++ {
+	for i := 0; i < exportWriters; i++ {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
@@ -202,21 +210,34 @@ func (e *exporter) layer(from, to plumbing.Hash, into string, marks LayerMarks) 
 }
 
 // writeFile creates one exported file (or symlink) that must not exist.
+// It opens, writes and closes the file with plain system calls: os.OpenFile
+// offers every file it opens to the runtime's poller, which for a regular
+// file costs an epoll_ctl that fails and four fcntl calls, more system
+// calls than the file's own three.
 func writeFile(path string, mode filemode.FileMode, content []byte) error {
 	if mode == filemode.Symlink {
 		return os.Symlink(string(content), path)
 	}
-	perm := os.FileMode(0o644)
+	perm := uint32(0o644)
 	if mode == filemode.Executable {
 		perm = 0o755
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if _, err := f.Write(content); err != nil {
-		f.Close()
-		return err
+	for len(content) > 0 && err == nil {
+		var n int
+		if n, err = unix.Write(fd, content); n == 0 && err == nil {
+			err = io.ErrShortWrite
+		}
+		content = content[max(n, 0):]
 	}
-	return f.Close()
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
 }

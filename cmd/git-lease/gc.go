@@ -35,8 +35,10 @@ Gc also evicts the exported bases (the files sandboxed leases start from,
 kept for later leases) that no lease uses: those unused for longer than
 trusted policy's bases.max_age (default 7d), then the oldest while all take
 more than bases.max_bytes (default 20GiB), and says what each freed, and the
-cache layers that a newer git lease cache warm or cache rm replaced once no
-running lease uses them.
+cache layers no lease uses: those a newer git lease cache warm or cache rm
+replaced, then by cache_layers.max_age (default 30d) and
+cache_layers.max_bytes (default 20GiB) as for bases. It removes the sandbox of
+a git lease cache warm that died (never one whose process runs).
 
 Example:
    git lease gc --older-than 7d --dry-run`,
@@ -89,7 +91,7 @@ Example:
 			}
 			if err == nil {
 				var freed []string
-				freed, err = gitlease.EvictCaches(repo, c.Bool("dry-run"))
+				freed, err = gitlease.EvictCaches(c.Context, repo, c.Bool("dry-run"))
 				done = append(done, freed...)
 			}
 			for _, line := range done {

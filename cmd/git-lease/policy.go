@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -55,7 +57,8 @@ Example:
 }
 
 // printPolicy prints the trusted file's path, then one line per setting:
-// key, source, value.
+// key, source, value; each declared cache's paths and warm-up command too
+// (a [caches.NAME] table is no key of its own).
 func printPolicy(eff *policy.Effective, trustedPath string) error {
 	b, _ := json.Marshal(eff.Policy)
 	var tree map[string]any
@@ -69,6 +72,12 @@ func printPolicy(eff *policy.Effective, trustedPath string) error {
 		}
 		value, _ := json.Marshal(v)
 		fmt.Fprintf(w, "%s\t%s\t%s\n", key, eff.Sources[key], value)
+	}
+	for _, name := range slices.Sorted(maps.Keys(eff.Caches)) {
+		paths, _ := json.Marshal(eff.Caches[name].Paths)
+		warm, _ := json.Marshal(eff.Caches[name].Warm)
+		fmt.Fprintf(w, "caches.%s.paths\t%s\t%s\n", name, eff.Sources["caches"], paths)
+		fmt.Fprintf(w, "caches.%s.warm\t%s\t%s\n", name, eff.Sources["caches"], warm)
 	}
 	fmt.Fprintf(w, "digest\t\t%s\n", eff.Digest())
 	return w.Flush()

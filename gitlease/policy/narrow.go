@@ -166,6 +166,8 @@ var narrowing = map[string]narrowRule{
 	"revoke.reason":          trustedOnly("a revocation of every repository is the user's decision, not a commit's"),
 	"agents":                 trustedOnly(namesYourMachine),
 	"caches":                 trustedOnly("caches are shared by every lease of the repository, and only a trusted warm-up fills them"),
+	"cache_layers.max_age":   trustedOnly("cache layers are shared by every lease of the repository"),
+	"cache_layers.max_bytes": trustedOnly("cache layers are shared by every lease of the repository"),
 	"credential_files":       trustedOnly(namesYourMachine),
 	"crabbox.provider":       equalOnly(func(p *Policy) string { return p.Crabbox.Provider }),
 	"crabbox.sandboxed":      subsetRule(func(p *Policy) []string { return p.Crabbox.Sandboxed }),

@@ -59,6 +59,8 @@ type Policy struct {
 	// ([caches.NAME]); trusted policy only. The record holds them: they
 	// are part of what the agent saw.
 	Caches map[string]CachePolicy `toml:"caches" json:"caches,omitempty"`
+	// CacheLayers bounds the cache layers as Bases bounds the bases.
+	CacheLayers BasesPolicy `toml:"cache_layers" json:"-"`
 
 	// Bwrap applies when Provider is "bwrap" or "agentfs" (bwrap's sandbox).
 	Bwrap BwrapPolicy `toml:"bwrap" json:"bwrap"`
@@ -164,6 +166,9 @@ func Default() Policy {
 		Gate:    "run",
 		Bwrap:   BwrapPolicy{SeccompAllow: []string{}, TolerateEscapes: []string{}},
 		Crabbox: defaultCrabbox(),
+
+		// A layer costs a warm-up to make again: kept longer than a base.
+		CacheLayers: BasesPolicy{MaxAge: Duration(30 * 24 * time.Hour), MaxBytes: 20 << 30},
 	}
 }
 
@@ -302,7 +307,7 @@ var policyKeys = []string{
 }
 
 // trustedOnlyKeys are the settings a .lease.toml may not touch at all.
-var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate", "revoke.reason", "caches"}
+var trustedOnlyKeys = []string{"agents", "credential_files", "crabbox.pass_env", "bases.max_age", "bases.max_bytes", "gate", "revoke.reason", "caches", "cache_layers.max_age", "cache_layers.max_bytes"}
 
 // decodePolicy decodes TOML into p, refusing unknown keys, and returns the
 // keys it set.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,8 +30,10 @@ import (
 // empty file per lease that mounts it, as for bases) and, once a newer
 // warm-up or git lease cache rm replaced it, superseded: a superseded
 // layer is mounted by no new lease, and goes with its last user
-// (RemoveUnusedCaches). All changes happen under an exclusive flock on
-// <CachesDir>/.lock, and a layer appears only by an atomic rename.
+// (EvictCaches), which also evicts the current layers no lease uses by
+// age and a size cap, as EvictBases does bases. All changes happen under
+// an exclusive flock on <CachesDir>/.lock, and a layer appears only by an
+// atomic rename.
 
 // CacheRoot is where the caches appear in the sandbox.
 const CacheRoot = "/cache"
@@ -55,6 +58,7 @@ type CacheLayer struct {
 	Meta       []byte // meta.json as the warm-up wrote it
 	Bytes      int64
 	Users      int
+	Used       time.Time // when a lease last came or went (usersOf)
 	Superseded bool
 }
 
@@ -76,8 +80,7 @@ func CacheLayers(caches, name string) ([]CacheLayer, error) {
 		l := CacheLayer{Name: name, Seq: e.Name(), Dir: dir}
 		l.Meta, _ = os.ReadFile(filepath.Join(dir, "meta.json"))
 		l.Bytes = diskUsage(filepath.Join(dir, "layer"))
-		users, _ := os.ReadDir(filepath.Join(dir, "users"))
-		l.Users = len(users)
+		l.Users, l.Used = usersOf(dir)
 		_, err := os.Lstat(filepath.Join(dir, "superseded"))
 		l.Superseded = err == nil
 		layers = append(layers, l)
@@ -100,6 +103,11 @@ func CacheNames(caches string) ([]string, error) {
 	}
 	return names, err
 }
+
+// WithCachesLock runs fn holding the lock of the caches directory caches,
+// under which every layer and lease's use of one changes; fn must not
+// call what takes it (Discard, AddCacheLayer).
+func WithCachesLock(caches string, fn func() error) error { return withBasesLock(caches, fn) }
 
 // current is the layer of cache name that new leases mount, if any.
 func current(caches, name string) (CacheLayer, bool, error) {
@@ -257,76 +265,102 @@ func AddCacheLayer(caches, name, upper string, paths []string, meta []byte) (Cac
 }
 
 // RemoveCache supersedes every layer of cache name, so that no new lease
-// mounts it, and removes those no lease uses (see RemoveUnusedCaches).
+// mounts it, and removes those no lease uses.
 func RemoveCache(caches, name string, dryRun bool) ([]string, error) {
 	if !ValidCacheName(name) {
 		return nil, fmt.Errorf("bad cache name %q", name)
 	}
-	layers, err := CacheLayers(caches, name)
-	if err != nil || len(layers) == 0 {
-		return nil, errors.Join(err, fmt.Errorf("no cache %s", name))
-	}
-	if !dryRun {
-		err := withBasesLock(caches, func() error {
-			for _, l := range layers {
-				if err := os.WriteFile(filepath.Join(l.Dir, "superseded"), nil, 0o600); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return removeUnused(caches, []string{name}, dryRun, true)
-}
-
-// RemoveUnusedCaches removes the superseded cache layers that no lease
-// uses any more and says what each freed (with dryRun, would free).
-func RemoveUnusedCaches(caches string, dryRun bool) ([]string, error) {
-	names, err := CacheNames(caches)
-	if err != nil {
-		return nil, err
-	}
-	return removeUnused(caches, names, dryRun, false)
-}
-
-// removeUnused removes the layers of the caches names that are superseded
-// (all of them, with all) and that no lease uses; with all, it also says
-// which stay for their users.
-func removeUnused(caches string, names []string, dryRun, all bool) ([]string, error) {
 	var done []string
 	err := withBasesLock(caches, func() error {
+		layers, err := CacheLayers(caches, name)
+		if err != nil || len(layers) == 0 {
+			return errors.Join(err, fmt.Errorf("no cache %s", name))
+		}
+		for _, l := range layers {
+			if dryRun {
+				break
+			}
+			if err := os.WriteFile(filepath.Join(l.Dir, "superseded"), nil, 0o600); err != nil {
+				return err
+			}
+		}
+		done, err = removeUnused(caches, name, dryRun, true)
+		return err
+	})
+	return done, err
+}
+
+// EvictCaches removes the cache layers that no lease uses: the superseded
+// ones, then, as EvictBases does bases, those last used before
+// now-maxAge, then the least recently used while all the layers take more
+// than maxBytes (0: no cap). It says what each freed (with dryRun, would
+// free).
+func EvictCaches(caches string, maxAge time.Duration, maxBytes int64, now time.Time, dryRun bool) ([]string, error) {
+	var done []string
+	err := withBasesLock(caches, func() error {
+		names, err := CacheNames(caches)
+		if err != nil {
+			return err
+		}
+		var all []*exported
 		for _, name := range names {
+			removed, err := removeUnused(caches, name, dryRun, false)
+			done = append(done, removed...)
+			if err != nil {
+				return err
+			}
 			layers, err := CacheLayers(caches, name)
 			if err != nil {
 				return err
 			}
 			for _, l := range layers {
-				what := fmt.Sprintf("cache %s layer %s (%s)", name, l.Seq, HumanBytes(l.Bytes))
-				switch {
-				case !l.Superseded && !all:
-					continue
-				case l.Users > 0:
-					if all {
-						done = append(done, fmt.Sprintf("keep %s while %d lease(s) use it: git lease gc removes it after them", what, l.Users))
-					}
-					continue
-				case dryRun:
-					done = append(done, "would remove "+what)
-					continue
+				if l.Superseded && l.Users == 0 {
+					continue // a dry run's, which removeUnused would remove
 				}
-				if err := removeAll(l.Dir); err != nil {
-					return err
-				}
-				done = append(done, "removed "+what)
+				key := name + "/" + l.Seq
+				all = append(all, &exported{key: key, name: "cache " + name + " layer " + l.Seq, dir: l.Dir, chain: []string{key}, users: l.Users, used: l.Used, bytes: l.Bytes})
 			}
+		}
+		evicted, err := evict(all, maxAge, maxBytes, now, dryRun)
+		done = append(done, evicted...)
+		for _, name := range names {
 			os.Remove(filepath.Join(caches, name)) // when it is empty
 		}
-		return nil
+		return err
 	})
 	return done, err
+}
+
+// removeUnused removes the layers of cache name that are superseded (all
+// of them, with all) and that no lease uses; with all, it also says which
+// stay for their users. The caller holds the lock.
+func removeUnused(caches, name string, dryRun, all bool) ([]string, error) {
+	var done []string
+	layers, err := CacheLayers(caches, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range layers {
+		what := fmt.Sprintf("cache %s layer %s (%s)", name, l.Seq, HumanBytes(l.Bytes))
+		switch {
+		case !l.Superseded && !all:
+			continue
+		case l.Users > 0:
+			if all {
+				done = append(done, fmt.Sprintf("keep %s while %d lease(s) use it: git lease gc removes it after them", what, l.Users))
+			}
+			continue
+		case dryRun:
+			done = append(done, "would remove "+what)
+			continue
+		}
+		if err := removeAll(l.Dir); err != nil {
+			return done, err
+		}
+		done = append(done, "removed "+what)
+	}
+	os.Remove(filepath.Join(caches, name)) // when it is empty
+	return done, nil
 }
 
 // copyTree copies src (a directory of a warm-up's cache overlay, whose

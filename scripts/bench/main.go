@@ -23,7 +23,8 @@
 //
 // With -providers it instead compares the agentfs provider with the overlay
 // provider (see providers.go): start, 10,000 file writes, compiling a small
-// Go module, and collection.
+// Go module, and collection. With -export it compares a cold export with
+// git worktree add of the same tree (see export.go).
 package main
 
 import (
@@ -46,20 +47,31 @@ var (
 	runs      = flag.Int("runs", 3, "runs per measurement (the median is reported)")
 	testRun   = flag.Bool("testrun", true, "measure a Go module's test run on the host and in leases")
 	providers = flag.Bool("providers", false, "compare the agentfs provider with the overlay provider instead")
+	export    = flag.Bool("export", false, "compare a cold export with git worktree add of the same tree instead")
+	// exportInto makes the process the helper that -export times.
+	exportDir = flag.String("export-into", "", "")
 )
 
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *exportDir != "" {
+		exportInto(*exportDir)
+		return
+	}
 	tmp, err := os.MkdirTemp("", "git-lease-bench-")
 	check(err)
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "bin")
 	check(os.Mkdir(bin, 0o755))
-	run("", nil, "go", "build", "-o", filepath.Join(bin, "git-lease"), "./cmd/git-lease")
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "GIT_CONFIG_GLOBAL=" + filepath.Join(tmp, "gitconfig"),
 		"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config")}
 	check(os.WriteFile(filepath.Join(tmp, "gitconfig"), []byte("[user]\n\tname = Bench\n\temail = bench@example.com\n"), 0o644))
+	if *export {
+		benchExport(tmp, env)
+		return
+	}
+	run("", nil, "go", "build", "-o", filepath.Join(bin, "git-lease"), "./cmd/git-lease")
 	if *providers {
 		benchProviders(tmp, env)
 		return
@@ -336,6 +348,7 @@ func lease(repo string, env []string) sample {
 type timedRun struct {
 	sample
 	out []byte
+	ru  *syscall.Rusage
 }
 
 // timed runs a command and reports its wall time and the peak RSS of its
@@ -350,7 +363,7 @@ func timed(dir string, env []string, name string, args ...string) timedRun {
 		log.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return timedRun{sample{wall: wall, rss: ru.Maxrss * 1024}, out}
+	return timedRun{sample{wall: wall, rss: ru.Maxrss * 1024}, out, ru}
 }
 
 var files = map[string]int{}
