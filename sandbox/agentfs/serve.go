@@ -123,6 +123,10 @@ func mount(mnt, db, base string, limit int64, uid, gid int) (stop func() error, 
 	}
 	opts := nodefs.NewOptions()
 	opts.Owner = &fuse.Owner{Uid: uint32(uid), Gid: uint32(gid)}
+	// Every change reaches the database through this mount, so the
+	// kernel's cache of names, misses and attributes stays true: it need
+	// not ask again.
+	opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = time.Hour, time.Hour, time.Hour
 	// ClientInodes: the SDK's inode numbers, which hard links share.
 	conn := nodefs.NewFileSystemConnector(pathfs.NewPathNodeFs(s, &pathfs.PathNodeFsOptions{ClientInodes: true}).Root(), opts)
 	srv, err := fuse.NewServer(conn.RawFS(), mnt, &fuse.MountOptions{
