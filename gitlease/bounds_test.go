@@ -123,7 +123,7 @@ func TestSandboxAsUnprivilegedUser(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "gitlease.test")
 	must(t, os.WriteFile(bin, self, 0o755))
-	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestSandboxCache|TestSandboxEscape|TestSandboxNetwork|TestSandboxCredential|TestSandboxPreset|TestSandboxLayered|TestConcurrent|TestBounds)", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestSandboxCannot|TestSandboxOnAgentFS|TestSandboxCache|TestSandboxEscape|TestSandboxNetwork|TestSandboxCredential|TestSandboxPreset|TestSandboxLayered|TestConcurrent|TestBounds)", "-test.count=1")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8", groupFixtureEnv + "=" + groupFixture(t, extraGID)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(extraGID)}}}

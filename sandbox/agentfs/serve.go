@@ -3,6 +3,7 @@ package agentfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -24,6 +25,13 @@ import (
 // its only writable one, served over FUSE by go-fuse's path API. One lock
 // serializes every operation (the SDK's overlay is not transactional).
 // Writes fail with ENOSPC once the database holds limit bytes.
+//
+// The SDK runs each of its statements on its own, a transaction each;
+// the server groups the operations of up to commitEvery (or batchOps of
+// them) into one transaction around the SDK's statements (its single
+// connection runs them all), and commits it on fsync and before the
+// database is closed for collection. A commit that fails has lost writes
+// already acknowledged: every later operation fails, and so does stop.
 type server struct {
 	pathfs.FileSystem // ENOSYS for what is not below (xattrs)
 	mu                sync.Mutex
@@ -32,6 +40,58 @@ type server struct {
 	base              *hostBase
 	db                string
 	limit             int64
+	inTx              bool        // a batch's transaction is open
+	ops               int         // operations in it
+	timer             *time.Timer // commits it commitEvery after it began
+	lost              error       // a commit failed
+}
+
+// A batch's bounds: what a crash of the host can lose of what the agent
+// did not fsync, and how much one transaction holds.
+const (
+	commitEvery = 200 * time.Millisecond
+	batchOps    = 4096
+)
+
+// op runs one operation under the lock, in the open batch or a new one,
+// committing the batch once it is full.
+func (s *server) op(fn func(ctx context.Context) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost != nil {
+		return s.lost
+	}
+	if !s.inTx {
+		if _, err := s.afs.DB().Exec(`BEGIN`); err != nil {
+			return err
+		}
+		s.inTx = true
+		s.timer = time.AfterFunc(commitEvery, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.commit()
+		})
+	}
+	err := fn(context.Background())
+	if s.ops++; s.ops >= batchOps {
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// commit ends the open batch, if any, under the lock.
+func (s *server) commit() error {
+	if !s.inTx || s.lost != nil {
+		return s.lost
+	}
+	s.inTx, s.ops = false, 0
+	s.timer.Stop()
+	if _, err := s.afs.DB().Exec(`COMMIT`); err != nil {
+		s.lost = fmt.Errorf("commit the AgentFS database: %w", err)
+	}
+	return s.lost
 }
 
 // mount serves the overlay of base and the database db at mnt, its files
@@ -44,11 +104,8 @@ func mount(mnt, db, base string, limit int64, uid, gid int) (stop func() error, 
 	if err != nil {
 		return nil, err
 	}
-	// The database is the lease's scratch until collection: a crash of
-	// the host ends the lease anyway. Without a sync of each of the SDK's
-	// many small transactions a write costs a fraction (WAL stays
-	// consistent).
-	if _, err := afs.DB().Exec(`PRAGMA synchronous=NORMAL`); err != nil {
+	// Each commit of a batch reaches the disk (an fsync commits one).
+	if _, err := afs.DB().Exec(`PRAGMA synchronous=FULL`); err != nil {
 		afs.Close()
 		return nil, err
 	}
@@ -66,6 +123,10 @@ func mount(mnt, db, base string, limit int64, uid, gid int) (stop func() error, 
 	}
 	opts := nodefs.NewOptions()
 	opts.Owner = &fuse.Owner{Uid: uint32(uid), Gid: uint32(gid)}
+	// Every change reaches the database through this mount, so the
+	// kernel's cache of names, misses and attributes stays true: it need
+	// not ask again.
+	opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = time.Hour, time.Hour, time.Hour
 	// ClientInodes: the SDK's inode numbers, which hard links share.
 	conn := nodefs.NewFileSystemConnector(pathfs.NewPathNodeFs(s, &pathfs.PathNodeFsOptions{ClientInodes: true}).Root(), opts)
 	srv, err := fuse.NewServer(conn.RawFS(), mnt, &fuse.MountOptions{
@@ -95,7 +156,10 @@ func mount(mnt, db, base string, limit int64, uid, gid int) (stop func() error, 
 				unix.Unmount(mnt, unix.MNT_DETACH)
 			}
 			srv.Wait()
-			stopErr = closeAll()
+			s.mu.Lock()
+			commitErr := s.commit()
+			s.mu.Unlock()
+			stopErr = errors.Join(commitErr, closeAll())
 		})
 		return stopErr
 	}, nil
@@ -103,14 +167,20 @@ func mount(mnt, db, base string, limit int64, uid, gid int) (stop func() error, 
 
 func (s *server) String() string { return "agentfs" }
 
-// status turns an SDK error into an errno.
+// errFull refuses a write once the database holds its bound.
+var errFull = syscall.ENOSPC
+
+// status turns an SDK error or an errno into a FUSE status.
 func status(err error) fuse.Status {
 	var fe *sdk.FSError
+	var errno syscall.Errno
 	switch {
 	case err == nil:
 		return fuse.OK
 	case errors.As(err, &fe):
 		return fuse.Status(fe.Code)
+	case errors.As(err, &errno):
+		return fuse.Status(errno)
 	}
 	return fuse.EIO
 }
@@ -158,9 +228,11 @@ func (s *server) parentInDelta(ctx context.Context, p string) error {
 }
 
 func (s *server) GetAttr(name string, _ *fuse.Context) (*fuse.Attr, fuse.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.ofs.LookupPath(context.Background(), abs(name))
+	var st *sdk.Stats
+	err := s.op(func(ctx context.Context) (err error) {
+		st, err = s.ofs.LookupPath(ctx, abs(name))
+		return err
+	})
 	if err != nil {
 		return nil, status(err)
 	}
@@ -168,14 +240,15 @@ func (s *server) GetAttr(name string, _ *fuse.Context) (*fuse.Attr, fuse.Status)
 }
 
 func (s *server) OpenDir(name string, _ *fuse.Context) ([]fuse.DirEntry, fuse.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx := context.Background()
-	st, err := s.ofs.LookupPath(ctx, abs(name))
-	if err != nil {
-		return nil, status(err)
-	}
-	entries, err := s.ofs.ReaddirPlus(ctx, st.Ino)
+	var entries []sdk.DirEntry
+	err := s.op(func(ctx context.Context) error {
+		st, err := s.ofs.LookupPath(ctx, abs(name))
+		if err != nil {
+			return err
+		}
+		entries, err = s.ofs.ReaddirPlus(ctx, st.Ino)
+		return err
+	})
 	if err != nil {
 		return nil, status(err)
 	}
@@ -189,12 +262,12 @@ func (s *server) OpenDir(name string, _ *fuse.Context) ([]fuse.DirEntry, fuse.St
 // change runs one change of the file system under the lock, refused with
 // ENOSPC when the database is full.
 func (s *server) change(fn func(ctx context.Context) error) fuse.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.full() {
-		return fuse.Status(syscall.ENOSPC)
-	}
-	return status(fn(context.Background()))
+	return status(s.op(func(ctx context.Context) error {
+		if s.full() {
+			return errFull
+		}
+		return fn(ctx)
+	}))
 }
 
 func (s *server) Mkdir(name string, mode uint32, _ *fuse.Context) fuse.Status {
@@ -211,15 +284,11 @@ func (s *server) Mkdir(name string, mode uint32, _ *fuse.Context) fuse.Status {
 func (s *server) Mknod(string, uint32, uint32, *fuse.Context) fuse.Status { return fuse.EPERM }
 
 func (s *server) Unlink(name string, _ *fuse.Context) fuse.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return status(s.ofs.Unlink(context.Background(), abs(name)))
+	return status(s.op(func(ctx context.Context) error { return s.ofs.Unlink(ctx, abs(name)) }))
 }
 
 func (s *server) Rmdir(name string, _ *fuse.Context) fuse.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return status(s.ofs.Rmdir(context.Background(), abs(name)))
+	return status(s.op(func(ctx context.Context) error { return s.ofs.Rmdir(ctx, abs(name)) }))
 }
 
 // Rename of a directory the base has fails with EXDEV, as overlayfs's
@@ -259,16 +328,16 @@ func (s *server) Symlink(target, linkName string, _ *fuse.Context) fuse.Status {
 }
 
 func (s *server) Readlink(name string, _ *fuse.Context) (string, fuse.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	target, err := s.ofs.Readlink(context.Background(), abs(name))
+	var target string
+	err := s.op(func(ctx context.Context) (err error) {
+		target, err = s.ofs.Readlink(ctx, abs(name))
+		return err
+	})
 	return target, status(err)
 }
 
 func (s *server) Chmod(name string, mode uint32, _ *fuse.Context) fuse.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return status(s.ofs.Chmod(context.Background(), abs(name), int64(mode&0o7777)))
+	return status(s.op(func(ctx context.Context) error { return s.ofs.Chmod(ctx, abs(name), int64(mode&0o7777)) }))
 }
 
 // Chown changes nothing: every file is the agent's, and owners are no
@@ -315,28 +384,31 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_TRUNC | unix.O_APPEND
 
 func (s *server) Open(name string, flags uint32, _ *fuse.Context) (nodefs.File, fuse.Status) {
 	p := abs(name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx := context.Background()
-	if flags&writeFlags == 0 {
-		if _, err := s.afs.FS.Lstat(ctx, p); err != nil {
-			// Only the base has it: read the exported file itself.
-			fd, err := s.base.open(name, unix.O_RDONLY|unix.O_NONBLOCK)
-			if err != nil {
-				return nil, fuse.ToStatus(err)
+	var f nodefs.File
+	err := s.op(func(ctx context.Context) error {
+		if flags&writeFlags == 0 {
+			if _, err := s.afs.FS.Lstat(ctx, p); err != nil {
+				// Only the base has it: read the exported file itself.
+				fd, err := s.base.open(name, unix.O_RDONLY|unix.O_NONBLOCK)
+				if err != nil {
+					return err
+				}
+				f = nodefs.NewReadOnlyFile(nodefs.NewLoopbackFile(os.NewFile(uintptr(fd), name)))
+				return nil
 			}
-			return nodefs.NewReadOnlyFile(nodefs.NewLoopbackFile(os.NewFile(uintptr(fd), name))), fuse.OK
+		} else if s.full() {
+			return errFull
+		} else if err := s.inDelta(ctx, p); err != nil {
+			return err
 		}
-	} else if s.full() {
-		return nil, fuse.Status(syscall.ENOSPC)
-	} else if err := s.inDelta(ctx, p); err != nil {
-		return nil, status(err)
-	}
-	f, err := s.afs.FS.Open(ctx, p, int(flags&unix.O_TRUNC))
-	if err != nil {
-		return nil, status(err)
-	}
-	return &file{File: nodefs.NewDefaultFile(), s: s, f: f}, fuse.OK
+		sf, err := s.afs.FS.Open(ctx, p, int(flags&unix.O_TRUNC))
+		if err != nil {
+			return err
+		}
+		f = &file{File: nodefs.NewDefaultFile(), s: s, f: sf}
+		return nil
+	})
+	return f, status(err)
 }
 
 func (s *server) Create(name string, flags, mode uint32, _ *fuse.Context) (nodefs.File, fuse.Status) {
@@ -367,10 +439,15 @@ type file struct {
 }
 
 func (f *file) Read(dest []byte, off int64) (fuse.ReadResult, fuse.Status) {
-	f.s.mu.Lock()
-	defer f.s.mu.Unlock()
-	n, err := f.f.Pread(context.Background(), dest, off)
-	if err != nil && err != io.EOF {
+	var n int
+	err := f.s.op(func(ctx context.Context) (err error) {
+		n, err = f.f.Pread(ctx, dest, off)
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return nil, status(err)
 	}
 	return fuse.ReadResultData(dest[:n]), fuse.OK
@@ -391,9 +468,11 @@ func (f *file) Truncate(size uint64) fuse.Status {
 }
 
 func (f *file) GetAttr(out *fuse.Attr) fuse.Status {
-	f.s.mu.Lock()
-	defer f.s.mu.Unlock()
-	st, err := f.f.Stat(context.Background())
+	var st *sdk.Stats
+	err := f.s.op(func(ctx context.Context) (err error) {
+		st, err = f.f.Stat(ctx)
+		return err
+	})
 	if err != nil {
 		return status(err)
 	}
@@ -401,8 +480,14 @@ func (f *file) GetAttr(out *fuse.Attr) fuse.Status {
 	return fuse.OK
 }
 
-func (f *file) Flush() fuse.Status          { return fuse.OK }
-func (f *file) Fsync(flags int) fuse.Status { return fuse.OK }
+func (f *file) Flush() fuse.Status { return fuse.OK }
+
+// Fsync commits the batch: what the agent wrote is on the disk.
+func (f *file) Fsync(flags int) fuse.Status {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	return status(f.s.commit())
+}
 
 // fuseAvailable says why this process cannot mount FUSE, or nil.
 func fuseAvailable() error {

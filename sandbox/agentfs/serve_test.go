@@ -109,3 +109,64 @@ func TestWritesStopAtTheDatabasesBound(t *testing.T) {
 		t.Fatalf("reading past the bound: %q, %v", b, err)
 	}
 }
+
+// TestFsyncCommits: a file the agent has fsynced is in the database at
+// once, for any reader (the server batches its writes in transactions).
+func TestFsyncCommits(t *testing.T) {
+	fuseOrSkip(t)
+	mnt, db := t.TempDir(), filepath.Join(t.TempDir(), "delta.db")
+	base := writeBase(t, "keep.txt:644:same")
+	stop, err := mount(mnt, db, base, 1<<30, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	f, err := os.Create(filepath.Join(mnt, "synced.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("kept"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Read(db, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if got, want := listing(t, src), "file synced.txt 644 \"kept\"\n"; got != want {
+		t.Fatalf("after fsync, collection reads\n%s\nwant\n%s", got, want)
+	}
+}
+
+// BenchmarkSmallWrites writes small files through the mount, as a build
+// does: the cost of a file is the server's (go test -bench SmallWrites
+// -cpuprofile to see where it goes).
+func BenchmarkSmallWrites(b *testing.B) {
+	if err := fuseAvailable(); err != nil {
+		b.Skip(err)
+	}
+	base := b.TempDir()
+	mnt, db := b.TempDir(), filepath.Join(b.TempDir(), "delta.db")
+	stop, err := mount(mnt, db, base, 1<<30, os.Getuid(), os.Getgid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	if err := os.Mkdir(filepath.Join(mnt, "gen"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := os.WriteFile(filepath.Join(mnt, "gen", fmt.Sprintf("f%d", i)), []byte(fmt.Sprintf("%d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := stop(); err != nil {
+		b.Fatal(err)
+	}
+}
