@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -158,4 +159,46 @@ func (m *fakeModel) bodies() []string {
 // received reports whether a request's body held s.
 func (m *fakeModel) received(s string) bool {
 	return slices.ContainsFunc(m.bodies(), func(b string) bool { return strings.Contains(b, s) })
+}
+
+// TestPresetOptionsAreInTheCLIsHelp checks each built-in preset's options
+// against the installed CLI's own help (of its subcommand, for those that
+// run one: codex exec, opencode run): an option the CLI renamed or dropped
+// would make every lease of the preset fail at its first argument.
+func TestPresetOptionsAreInTheCLIsHelp(t *testing.T) {
+	for name := range realAgentPackages {
+		t.Run(name, func(t *testing.T) {
+			bin := realAgent(t, name)
+			preset, err := policy.Preset(policy.Default(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sub, options []string
+			for _, arg := range preset.Command[1:] {
+				switch {
+				case arg == "--":
+				case strings.HasPrefix(arg, "-"):
+					options = append(options, strings.SplitN(arg, "=", 2)[0])
+				case len(options) == 0 && !policy.HasPromptVar([]string{arg}):
+					sub = append(sub, arg) // a subcommand, before any option
+				}
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(sub, "--help")...)
+			cmd.Env = append(os.Environ(), "NO_COLOR=1", "HOME="+t.TempDir())
+			help, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s --help: %v\n%s", strings.Join(append([]string{name}, sub...), " "), err, help)
+			}
+			for _, opt := range options {
+				if !regexp.MustCompile(`(^|[\s,])` + regexp.QuoteMeta(opt) + `([\s,=<\[]|$)`).Match(help) {
+					t.Errorf("%s %s: its help does not list %s:\n%s", name, strings.Join(sub, " "), opt, help)
+				}
+			}
+			if len(options) == 0 {
+				t.Fatalf("the %s preset has no options to check: %q", name, preset.Command)
+			}
+		})
+	}
 }
