@@ -1,6 +1,7 @@
 package gitlease
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ const (
 // reviewer sees matches it, it verifies, and apply lands it on the branch.
 func TestSandboxRealAgentCompletesATurn(t *testing.T) {
 	// The API key each preset's agent receives.
-	for name, key := range map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "CODEX_API_KEY"} {
+	for name, key := range map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "CODEX_API_KEY", "opencode": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"} {
 		t.Run(name, func(t *testing.T) {
 			realAgent(t, name)
 			model := newTurnModel(t)
@@ -104,6 +105,23 @@ func newTurnModel(t *testing.T) *turnModel {
 		case "/v1/responses":
 			events, err = m.responses(b)
 		default:
+			if strings.HasPrefix(r.URL.Path, "/v1beta/models/") {
+				// Gemini's API: the stream is data lines alone.
+				reply, err := m.gemini(b)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				data, _ := json.Marshal(reply)
+				if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprintf(w, "data: %s\n\n", data)
+				} else {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(data)
+				}
+				return
+			}
 			err = fmt.Errorf("no API at %s", r.URL.Path)
 		}
 		if err != nil {
@@ -166,18 +184,26 @@ func (m *turnModel) messages(body []byte) ([][2]any, error) {
 	tool := func(id, name string, input any) block {
 		return block{"type": "tool_use", "id": id, "name": name, "input": input}
 	}
+	// Claude Code's tools and opencode's (lowercase names, camel-case
+	// arguments), which the same Messages API carries.
+	read, write, bash, edit := "Read", "Write", "Bash", "Edit"
+	path, oldText, newText := "file_path", "old_string", "new_string"
+	if slices.ContainsFunc(req.Tools, func(t json.RawMessage) bool { return bytes.Contains(t, []byte(`"name":"write"`)) }) {
+		read, write, bash, edit = "read", "write", "bash", "edit"
+		path, oldText, newText = "filePath", "oldString", "newString"
+	}
 	var content []block
 	switch {
 	case len(req.Tools) == 0:
 		content = []block{{"type": "text", "text": "A turn"}}
 	case results == 0:
 		content = []block{
-			tool("toolu_read", "Read", block{"file_path": "/work/a.txt"}),
-			tool("toolu_write", "Write", block{"file_path": "/work/new.txt", "content": "added\n"}),
-			tool("toolu_bash", "Bash", block{"command": "rm /work/gone.txt", "description": "Delete gone.txt"}),
+			tool("toolu_read", read, block{path: "/work/a.txt"}),
+			tool("toolu_write", write, block{path: "/work/new.txt", "content": "added\n"}),
+			tool("toolu_bash", bash, block{"command": "rm /work/gone.txt", "description": "Delete gone.txt"}),
 		}
 	case results == 3:
-		content = []block{tool("toolu_edit", "Edit", block{"file_path": "/work/a.txt", "old_string": "hello", "new_string": "bye"})}
+		content = []block{tool("toolu_edit", edit, block{path: "/work/a.txt", oldText: "hello", newText: "bye"})}
 	default:
 		content = []block{{"type": "text", "text": turnAnswer}}
 	}
@@ -249,5 +275,73 @@ func (m *turnModel) responses(body []byte) ([][2]any, error) {
 		{"response.completed", obj{"type": "response.completed", "response": obj{"id": id, "output": []obj{item},
 			"usage": obj{"input_tokens": 1, "input_tokens_details": obj{"cached_tokens": 0}, "output_tokens": 1,
 				"output_tokens_details": obj{"reasoning_tokens": 0}, "total_tokens": 2}}}},
+	}, nil
+}
+
+// gemini answers a Gemini API request from Gemini CLI: the turn's step is
+// the number of function responses the agent has sent back: first
+// read_file, write_file and run_shell_command, then replace, then the
+// answer. A request for JSON gets an object of its schema; one without
+// tools, a line of text.
+func (m *turnModel) gemini(body []byte) (map[string]any, error) {
+	var req struct {
+		Tools    []json.RawMessage
+		Contents []struct {
+			Parts []map[string]json.RawMessage
+		}
+		GenerationConfig struct {
+			ResponseJSONSchema struct {
+				Properties map[string]struct{ Type string }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, err
+	}
+	type obj = map[string]any
+	var sent []string
+	for _, c := range req.Contents {
+		for _, part := range c.Parts {
+			if r, ok := part["functionResponse"]; ok {
+				sent = append(sent, string(r))
+			}
+		}
+	}
+	if len(req.Tools) > 0 {
+		m.keep(sent)
+	}
+	call := func(name string, args obj) obj { return obj{"functionCall": obj{"name": name, "args": args}} }
+	var parts []obj
+	switch {
+	case len(req.GenerationConfig.ResponseJSONSchema.Properties) > 0:
+		// A request for JSON (Gemini CLI first asks a small model how
+		// complex the task is, and retries with a backoff, a minute and
+		// more, until the answer fits the schema): strings and numbers.
+		answer := obj{}
+		for name, p := range req.GenerationConfig.ResponseJSONSchema.Properties {
+			answer[name] = "A turn."
+			if p.Type == "INTEGER" || p.Type == "NUMBER" {
+				answer[name] = 10
+			}
+		}
+		text, _ := json.Marshal(answer)
+		parts = []obj{{"text": string(text)}}
+	case len(req.Tools) == 0:
+		parts = []obj{{"text": "A turn"}}
+	case len(sent) == 0:
+		parts = []obj{
+			call("read_file", obj{"file_path": "/work/a.txt"}),
+			call("write_file", obj{"file_path": "/work/new.txt", "content": "added\n"}),
+			call("run_shell_command", obj{"command": "rm /work/gone.txt", "description": "Delete gone.txt"}),
+		}
+	case len(sent) == 3:
+		parts = []obj{call("replace", obj{"file_path": "/work/a.txt", "old_string": "hello", "new_string": "bye", "instruction": "Say bye."})}
+	default:
+		parts = []obj{{"text": turnAnswer}}
+	}
+	return obj{
+		"candidates":    []obj{{"content": obj{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": obj{"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+		"modelVersion":  "fake",
 	}, nil
 }
