@@ -62,8 +62,11 @@ func writeDecoys(home string) error {
 
 // decoyEvents are what the host watches a decoy for: an open (to read or
 // to write), a removal and a rename. A write or chmod needs no other
-// record: chmod aside, each begins with an open.
-const decoyEvents = unix.IN_OPEN | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW
+// record: chmod aside, each begins with an open. Closes are watched only
+// to separate opens: the kernel merges an event into the last one queued
+// when the two are the same, so two opens in a row, read late, would
+// count as one.
+const decoyEvents = unix.IN_OPEN | unix.IN_CLOSE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW
 
 // decoyWatch records what happens to the decoys of a sandbox.
 type decoyWatch struct {
@@ -129,7 +132,7 @@ func (w *decoyWatch) watchEnviron(agent int) {
 				continue
 			}
 			w.pinned = append(w.pinned, pin)
-			if wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(pin), unix.IN_OPEN); err == nil {
+			if wd, err := unix.InotifyAddWatch(w.fd, "/proc/self/fd/"+strconv.Itoa(pin), unix.IN_OPEN|unix.IN_CLOSE); err == nil { // closes: see decoyEvents
 				w.environ[int32(wd)] = "/proc/" + p
 			}
 		}
