@@ -118,40 +118,27 @@ func (x *Execution) runAgent(ctx context.Context, provider sandbox.Provider, sup
 	if err != nil {
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
 	}
-	// The running record, with every identity of the sandbox: written
-	// while the sandbox sets up when the provider overlaps the two, else
-	// once it is up; the agent is held until Release either way.
-	var recorded bool
-	var recordErr error
-	cmd.Record = func(enforcement string) error {
-		recorded = true
-		recordErr = x.Move(ctx, Running, func(l *Lease) {
-			l.Enforcement, l.Supervisor = enforcement, &endpoint
-			l.Receipts = append(l.Receipts, Receipt{Kind: "provider", Name: string(provider.Name()), ID: id, Detail: enforcement}, endpointReceipt(endpoint))
-		}, nil)
-		if recordErr == nil {
-			fault("start:recorded") // while the sandbox sets up
-		}
-		return recordErr
-	}
 	proc, err := provider.Launch(ctx, spec, cmd)
 	if err != nil {
-		if recordErr != nil {
-			return recordErr
-		}
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
-	}
-	if !recorded {
-		if err := cmd.Record(proc.Enforcement()); err != nil {
-			proc.Kill()
-			proc.Wait()
-			return err
-		}
 	}
 	if err := x.recordSandbox(proc); err != nil {
 		proc.Kill()
 		proc.Wait()
 		return x.fail(ctx, fmt.Sprintf("sandbox: %v", err), err)
+	}
+	receipts := []Receipt{
+		{Kind: "provider", Name: string(provider.Name()), ID: id, Detail: proc.Enforcement()},
+		endpointReceipt(endpoint),
+	}
+	err = x.Move(ctx, Running, func(l *Lease) {
+		l.Enforcement, l.Supervisor = proc.Enforcement(), &endpoint
+		l.Receipts = append(l.Receipts, receipts...)
+	}, nil)
+	if err != nil {
+		proc.Kill()
+		proc.Wait()
+		return err
 	}
 	if own {
 		fmt.Fprintf(progress, "lease %s: running in %s %s\n", x.Lease.ID, provider.Name(), id)

@@ -127,12 +127,6 @@ type Command struct {
 	// TTY runs the agent on a pseudo-terminal (its own, never the user's).
 	TTY    bool
 	Output io.Writer // standard output and error, merged
-	// Record, when set, records the sandbox with the enforcement of its
-	// bounds. A provider whose setup takes long calls it while the sandbox
-	// sets up, so that the two overlap, and fails Launch with its error;
-	// the caller calls it after a Launch that did not. Either way the
-	// command is held until Release.
-	Record func(enforcement string) error
 }
 
 // ProviderName names a provider in policy (provider = "…") and in a

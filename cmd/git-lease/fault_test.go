@@ -157,7 +157,6 @@ func processesWith(s string) []string {
 func TestStartCrashAtEachStepIsRepaired(t *testing.T) {
 	cases := []struct{ point, state string }{
 		{"start:provisioning", "failed"},
-		{"start:recorded", "failed"},
 		{"start:running", "failed"},
 		{"start:collecting", "review"},
 		{"start:verifying", "review"},

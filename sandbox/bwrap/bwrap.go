@@ -346,16 +346,6 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		proc.Kill()
 		return nil, err
 	}
-	// The caller's record is written while the init and bwrap set the
-	// sandbox up, the longest wait of a start.
-	recorded := make(chan error, 1)
-	go func() {
-		if cmd.Record == nil {
-			recorded <- nil
-			return
-		}
-		recorded <- cmd.Record(proc.Enforcement())
-	}()
 	json.NewEncoder(specW).Encode(init)
 	specW.Close()
 	if asRoot {
@@ -367,7 +357,6 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 		if err != nil {
 			proc.Kill()
 			proc.Wait()
-			<-recorded
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 	}
@@ -387,9 +376,6 @@ func (p Provider) Launch(ctx context.Context, spec sandbox.Spec, cmd sandbox.Com
 	}
 	if err == nil {
 		err = waitReady(ctx, readyR, proc)
-	}
-	if rerr := <-recorded; err == nil {
-		err = rerr
 	}
 	if err != nil {
 		for _, fd := range []int{docker, proxy} {
