@@ -84,11 +84,13 @@ func TestDiskFullDuringALogWriteLosesNothing(t *testing.T) {
 	resize := smallObjectStore(t, dir, "2m")
 	id := startDetached(t, dir, "--", "sh", "-c", gate+"; echo done > d.txt")
 	waitFor(t, "the agent to run", func() bool { return record(t, dir, id).State == gitlease.Running })
-	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
 	filler := filepath.Join(dir, ".git", "objects", "filler")
 	if err := os.WriteFile(filler, make([]byte, 4<<20), 0o600); err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Fatalf("filling the object store: %v", err)
 	}
+	// Where the log is once the disk is full (the runner may have added
+	// an event between running and now).
+	before := refstest.Git(t, dir, "rev-parse", "refs/leases/"+id)
 	open()
 	waitFor(t, "the runner to stop", func() bool {
 		out, _ := runLease(t, dir, nil, "wait", "--timeout", "1s", id)
