@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,13 +10,7 @@ import (
 // cap, and says what it freed; a base a lease in review still uses stays.
 func TestGCEvictsUnusedBases(t *testing.T) {
 	dir := faultRepo(t)
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte("[bases]\nmax_bytes = 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrustedPolicy(t, "[bases]\nmax_bytes = 1\n")
 	first := startLease(t, dir, "echo x > x.txt")
 	if out := mustRun(t, dir, "gc", "--dry-run"); !strings.Contains(out, "nothing to prune") {
 		t.Fatalf("gc touched a base in use:\n%s", out)

@@ -17,14 +17,8 @@ import (
 // frees the layer a newer warm-up replaced, and cache rm the rest.
 func TestCacheWarmListRemove(t *testing.T) {
 	dir := faultRepo(t)
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && head -c 5000 /dev/zero > $TOOL_CACHE/blob\"\n"
-	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrustedPolicy(t, policy)
 	if out := mustRun(t, dir, "cache", "ls"); !strings.Contains(out, "no caches") {
 		t.Fatalf("cache ls before any warm-up:\n%s", out)
 	}
@@ -67,14 +61,8 @@ func TestCacheWarmListRemove(t *testing.T) {
 // has mounted stays until its cleanup.
 func TestGCEvictsUnusedCacheLayers(t *testing.T) {
 	dir := faultRepo(t)
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	policy := "[cache_layers]\nmax_bytes = 1\n[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && head -c 5000 /dev/zero > $TOOL_CACHE/blob\"\n"
-	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrustedPolicy(t, policy)
 	mustRun(t, dir, "cache", "warm")
 	id := startLease(t, dir, "cat /cache/tool/blob > x.txt")
 	if out := mustRun(t, dir, "gc"); strings.Contains(out, "cache tool") {
@@ -97,14 +85,8 @@ func TestGCEvictsUnusedCacheLayers(t *testing.T) {
 // it with its claims on the base and (as root) on a uid.
 func TestGCRemovesWhatAKilledWarmUpLeft(t *testing.T) {
 	dir := faultRepo(t)
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"mkdir -p $TOOL_CACHE && echo warming-up && exec sleep 600\"\n"
-	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrustedPolicy(t, policy)
 	warm := exec.Command(filepath.Join(binDir, "git-lease"), "cache", "warm")
 	warm.Dir = dir
 	stderr, err := warm.StderrPipe()
@@ -158,14 +140,8 @@ func TestGCRemovesWhatAKilledWarmUpLeft(t *testing.T) {
 // git lease policy prints each declared cache, as text and as JSON.
 func TestPolicyPrintsCaches(t *testing.T) {
 	dir := faultRepo(t)
-	cfg := os.Getenv("XDG_CONFIG_HOME")
-	if err := os.MkdirAll(filepath.Join(cfg, "git-lease"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	policy := "[caches.tool]\npaths = [\"TOOL_CACHE:/cache/tool\"]\nwarm = \"make warm\"\n"
-	if err := os.WriteFile(filepath.Join(cfg, "git-lease", "policy.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrustedPolicy(t, policy)
 	out := mustRun(t, dir, "policy")
 	var lines []string
 	for _, line := range strings.Split(out, "\n") {
@@ -189,4 +165,10 @@ func TestPolicyPrintsCaches(t *testing.T) {
 	if c := printed.Caches["tool"]; len(c.Paths) != 1 || c.Paths[0] != "TOOL_CACHE:/cache/tool" || c.Warm != "make warm" || printed.Sources["caches"] != "trusted policy" {
 		t.Fatalf("git lease policy --json: %+v", printed)
 	}
+}
+
+// writeTrustedPolicy makes policy the user's trusted policy file.
+func writeTrustedPolicy(t *testing.T, policy string) {
+	t.Helper()
+	writeFile(t, filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git-lease", "policy.toml"), policy, 0o644)
 }
